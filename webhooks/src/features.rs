@@ -1,0 +1,270 @@
+//! Feature gates with OpenKruise's names (spec/webhook-server.md §8) and our defaults (DECISIONS 1).
+//!
+//! Syntax: `Name=true,Other=false`; `AllAlpha=` and `AllBeta=` set every gate of that stage first. An unknown
+//! name or a value that is not a boolean is an error that names it. After parsing, OpenKruise's dependency
+//! adjustments are applied in its order (§8 items 1-4).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Alpha,
+    Beta,
+}
+
+/// (name, default, stage). Defaults are OpenKruise master's except where DECISIONS 1 turns a feature in
+/// our scope on: ResourcesDeletionProtection, PodUnavailableBudgetUpdateGate, SidecarTerminator.
+const GATES: &[(&str, bool, Stage)] = &[
+    ("PodWebhook", true, Stage::Beta),
+    ("KruiseDaemon", true, Stage::Beta),
+    ("DaemonWatchingPod", true, Stage::Beta),
+    ("CloneSetShortHash", false, Stage::Alpha),
+    ("KruisePodReadinessGate", false, Stage::Alpha),
+    ("PreDownloadImageForInPlaceUpdate", false, Stage::Alpha),
+    ("CloneSetPartitionRollback", false, Stage::Alpha),
+    ("ResourcesDeletionProtection", true, Stage::Beta),
+    ("WorkloadSpread", true, Stage::Beta),
+    ("PodUnavailableBudgetDeleteGate", true, Stage::Beta),
+    ("PodUnavailableBudgetUpdateGate", true, Stage::Alpha),
+    ("TemplateNoDefaults", false, Stage::Alpha),
+    ("InPlaceUpdateEnvFromMetadata", true, Stage::Beta),
+    ("StatefulSetAutoDeletePVC", true, Stage::Beta),
+    ("SidecarSetPatchPodMetadataDefaultsAllowed", false, Stage::Alpha),
+    ("SidecarTerminator", true, Stage::Alpha),
+    ("PodProbeMarkerGate", true, Stage::Beta),
+    ("PreDownloadImageForDaemonSetUpdate", false, Stage::Alpha),
+    ("CloneSetEventHandlerOptimization", false, Stage::Alpha),
+    ("PreparingUpdateAsUpdate", false, Stage::Alpha),
+    ("ImagePullJobGate", false, Stage::Alpha),
+    ("ResourceDistributionGate", false, Stage::Beta),
+    ("DeletionProtectionForCRDCascadingGate", false, Stage::Alpha),
+    ("EnhancedLivenessProbe", false, Stage::Alpha),
+    ("RecreatePodWhenChangeVCTInCloneSetGate", false, Stage::Alpha),
+    ("StatefulSetStartOrdinal", false, Stage::Alpha),
+    ("PodIndexLabel", true, Stage::Beta),
+    ("EnableExternalCerts", false, Stage::Alpha),
+    ("StatefulSetAutoResizePVCGate", false, Stage::Alpha),
+    ("ForceDeleteTimeoutExpectationGate", false, Stage::Alpha),
+    ("InPlaceWorkloadVerticalScaling", false, Stage::Alpha),
+    ("EnablePodProbeMarkerOnServerless", false, Stage::Alpha),
+    ("EnableSortSidecarContainerByName", false, Stage::Alpha),
+    ("InPlacePodVerticalScaling", false, Stage::Alpha),
+    ("DefaultHostNetworkHostPortsInPodTemplates", false, Stage::Alpha),
+    ("DaemonSetPruneIneligibleNodes", false, Stage::Alpha),
+];
+
+/// A feature gate name (one of OpenKruise's).
+pub type Gate = &'static str;
+
+/// `ResourcesDeletionProtection`.
+pub const RESOURCES_DELETION_PROTECTION: Gate = "ResourcesDeletionProtection";
+/// `DeletionProtectionForCRDCascadingGate` (no effect here: DECISIONS 8).
+pub const CRD_CASCADING: Gate = "DeletionProtectionForCRDCascadingGate";
+/// `PodWebhook`.
+pub const POD_WEBHOOK: Gate = "PodWebhook";
+/// `EnableExternalCerts`.
+pub const ENABLE_EXTERNAL_CERTS: Gate = "EnableExternalCerts";
+
+/// Why a `--feature-gates` value was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FeatureGateError {
+    /// The name is not one of OpenKruise's gates.
+    #[error("unrecognized feature gate: {0}")]
+    Unknown(String),
+    /// The value is not a boolean.
+    #[error("invalid value of {name}: {value:?}, expected true or false")]
+    NotBool {
+        /// The gate.
+        name: String,
+        /// What was given.
+        value: String,
+    },
+    /// An item without `=`.
+    #[error("missing bool value for {0}")]
+    MissingValue(String),
+}
+
+/// The effective gates, after defaults, the user's settings and the dependency adjustments.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FeatureGates {
+    enabled: BTreeMap<Gate, bool>,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        let mut g = Self { enabled: GATES.iter().map(|(n, d, _)| (*n, *d)).collect() };
+        g.adjust();
+        g
+    }
+}
+
+impl fmt::Debug for FeatureGates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string())
+    }
+}
+
+impl fmt::Display for FeatureGates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let items: Vec<String> = self.enabled.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        f.write_str(&items.join(","))
+    }
+}
+
+fn parse_bool(name: &str, value: &str) -> Result<bool, FeatureGateError> {
+    // Go's strconv.ParseBool, which OpenKruise's gate parser uses.
+    match value.trim() {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        other => Err(FeatureGateError::NotBool { name: name.to_owned(), value: other.to_owned() }),
+    }
+}
+
+impl FeatureGates {
+    /// Parses `Name=bool,...` over the defaults.
+    ///
+    /// # Errors
+    /// [`FeatureGateError`] naming the first bad item.
+    pub fn parse(spec: &str) -> Result<Self, FeatureGateError> {
+        let mut enabled: BTreeMap<Gate, bool> = GATES.iter().map(|(n, d, _)| (*n, *d)).collect();
+        let mut explicit: Vec<(Gate, bool)> = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, value) = item.split_once('=').ok_or_else(|| FeatureGateError::MissingValue(item.to_owned()))?;
+            let (name, value) = (name.trim(), parse_bool(name.trim(), value)?);
+            let stage = match name {
+                "AllAlpha" => Some(Stage::Alpha),
+                "AllBeta" => Some(Stage::Beta),
+                _ => None,
+            };
+            match stage {
+                Some(stage) => {
+                    for (n, _, s) in GATES {
+                        if *s == stage {
+                            enabled.insert(n, value);
+                        }
+                    }
+                }
+                None => {
+                    let gate = GATES
+                        .iter()
+                        .find(|(n, _, _)| *n == name)
+                        .map(|(n, _, _)| *n)
+                        .ok_or_else(|| FeatureGateError::Unknown(name.to_owned()))?;
+                    explicit.push((gate, value));
+                }
+            }
+        }
+        // Named gates win over AllAlpha / AllBeta, whatever the order they were given in.
+        for (gate, value) in explicit {
+            enabled.insert(gate, value);
+        }
+        let mut gates = Self { enabled };
+        gates.adjust();
+        Ok(gates)
+    }
+
+    /// OpenKruise's dependency adjustments, in its order (spec/webhook-server.md §8).
+    fn adjust(&mut self) {
+        if !self.enabled(POD_WEBHOOK) {
+            for g in [
+                "KruisePodReadinessGate",
+                "PodUnavailableBudgetDeleteGate",
+                "PodUnavailableBudgetUpdateGate",
+                "WorkloadSpread",
+                "SidecarSetPatchPodMetadataDefaultsAllowed",
+                "EnhancedLivenessProbe",
+                "EnablePodProbeMarkerOnServerless",
+            ] {
+                self.enabled.insert(g, false);
+            }
+        }
+        if !self.enabled("KruiseDaemon") {
+            for g in [
+                "PreDownloadImageForInPlaceUpdate",
+                "DaemonWatchingPod",
+                "InPlaceUpdateEnvFromMetadata",
+                "PreDownloadImageForDaemonSetUpdate",
+                "PodProbeMarkerGate",
+                "SidecarTerminator",
+                "ImagePullJobGate",
+                "EnhancedLivenessProbe",
+            ] {
+                self.enabled.insert(g, false);
+            }
+        }
+        if self.enabled("PreDownloadImageForInPlaceUpdate") || self.enabled("PreDownloadImageForDaemonSetUpdate") {
+            self.enabled.insert("ImagePullJobGate", true);
+        }
+        if !self.enabled(RESOURCES_DELETION_PROTECTION) {
+            self.enabled.insert(CRD_CASCADING, false);
+        }
+    }
+
+    /// Whether a gate is on; unknown names read as off.
+    pub fn enabled(&self, gate: &str) -> bool {
+        self.enabled.get(gate).copied().unwrap_or(false)
+    }
+
+    /// Every gate name known, for help texts.
+    pub fn names() -> impl Iterator<Item = Gate> {
+        GATES.iter().map(|(n, _, _)| *n)
+    }
+}
+
+impl std::str::FromStr for FeatureGates {
+    type Err = FeatureGateError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_in_scope_are_on_by_default() {
+        let g = FeatureGates::default();
+        for gate in [
+            RESOURCES_DELETION_PROTECTION,
+            "PodUnavailableBudgetDeleteGate",
+            "PodUnavailableBudgetUpdateGate",
+            "WorkloadSpread",
+            POD_WEBHOOK,
+            "SidecarTerminator",
+        ] {
+            assert!(g.enabled(gate), "{gate} should default on (DECISIONS 1)");
+        }
+        assert!(!g.enabled(ENABLE_EXTERNAL_CERTS));
+    }
+
+    #[test]
+    fn unknown_gate_is_an_error_that_names_it() {
+        assert_eq!(FeatureGates::parse("Nope=true"), Err(FeatureGateError::Unknown("Nope".into())));
+        assert!(FeatureGates::parse("PodWebhook=maybe").unwrap_err().to_string().contains("PodWebhook"));
+        assert_eq!(FeatureGates::parse("PodWebhook"), Err(FeatureGateError::MissingValue("PodWebhook".into())));
+    }
+
+    #[test]
+    fn pod_webhook_off_turns_pod_features_off() {
+        let g = FeatureGates::parse("PodWebhook=false").unwrap();
+        assert!(!g.enabled("WorkloadSpread"));
+        assert!(!g.enabled("PodUnavailableBudgetDeleteGate"));
+        assert!(g.enabled(RESOURCES_DELETION_PROTECTION), "since v1.6.1 PodWebhook leaves deletion protection alone");
+    }
+
+    #[test]
+    fn deletion_protection_off_turns_crd_cascading_off() {
+        let g = FeatureGates::parse("DeletionProtectionForCRDCascadingGate=true,ResourcesDeletionProtection=false").unwrap();
+        assert!(!g.enabled(CRD_CASCADING));
+    }
+
+    #[test]
+    fn all_alpha_sets_alpha_gates_and_named_gates_win() {
+        let g = FeatureGates::parse("EnableExternalCerts=false, AllAlpha=true").unwrap();
+        assert!(g.enabled("CloneSetShortHash"));
+        assert!(!g.enabled(ENABLE_EXTERNAL_CERTS));
+        assert!(FeatureGates::parse("").unwrap() == FeatureGates::default());
+    }
+}

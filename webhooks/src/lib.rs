@@ -1,0 +1,26 @@
+//! The pure admission policy library of kruise-webhook.
+//!
+//! Every webhook here is a function from (admission request, read-only cluster snapshot, facts the I/O layer
+//! fetched) to a [`Verdict`]. Nothing in this crate reads the clock, spawns, locks or talks to the API server:
+//! that is what makes it testable on fixture AdmissionReviews and fast (STYLE.md §2).
+//!
+//! Entry points: [`admission`] (the AdmissionReview wire format), [`registry`] (which webhooks exist, their
+//! paths and rules), [`deletion_protection`], [`conversion`] (CRD conversion), [`fixture`] (a cluster view
+//! loaded from YAML for tests, benches and `kruise-webhook review`).
+
+pub mod admission;
+pub mod conversion;
+pub mod deletion_protection;
+pub mod error;
+pub mod features;
+pub mod fixture;
+pub mod patch;
+pub mod registry;
+pub mod selector;
+pub mod verdict;
+pub mod view;
+
+pub use error::WebhookError;
+pub use features::FeatureGates;
+pub use verdict::{Decision, Denial, SideEffect, Verdict};
+pub use view::ClusterView;

@@ -1,0 +1,295 @@
+//! Which webhooks this version implements: names, paths (both spellings, DECISIONS 3), rules and selectors,
+//! as the shipped configuration in `deploy/` registers them (DECISIONS 2). The server's route table, the
+//! `review` command's dispatch and a test of `deploy/` all read this one table.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use serde_json::Value;
+
+use crate::admission::{AdmissionRequest, Operation};
+use crate::features::{FeatureGates, RESOURCES_DELETION_PROTECTION};
+use crate::selector;
+
+/// The label deletion protection is scoped by.
+pub const DELETE_PROTECTION_LABEL: &str = "policy.kruise.io/delete-protection";
+/// Namespaces whose objects never reach our webhooks.
+pub const EXCLUDED_NAMESPACES: &[&str] = &["kube-system", "kruise-system"];
+
+/// The handler behind a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Handler {
+    /// `/validate-namespace`.
+    Namespace,
+    /// `/validate-customresourcedefinition`.
+    CustomResourceDefinition,
+    /// `/validate-apps-deployment`: apps/v1 Deployment.
+    Deployment,
+    /// `/validate-apps-replicaset`: apps/v1 ReplicaSet.
+    ReplicaSet,
+    /// `/validate-apps-statefulset`: apps/v1 StatefulSet.
+    StatefulSet,
+    /// `/validate-service`.
+    Service,
+    /// `/validate-ingress`.
+    Ingress,
+    /// `/validate-apps-kruise-io-cloneset`.
+    CloneSet,
+    /// `/validate-apps-kruise-io-statefulset` (Advanced StatefulSet).
+    AdvancedStatefulSet,
+    /// `/validate-apps-kruise-io-uniteddeployment`.
+    UnitedDeployment,
+}
+
+impl Handler {
+    /// A stable name for metrics labels and logs: the registered webhook's name.
+    pub fn webhook_name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The webhook's registration.
+    pub fn spec(self) -> &'static WebhookSpec {
+        WEBHOOKS.iter().find(|w| w.handler == self).unwrap_or(&WEBHOOKS[0])
+    }
+}
+
+/// `failurePolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Deny when the webhook cannot be reached.
+    Fail,
+    /// Admit when the webhook cannot be reached.
+    Ignore,
+}
+
+/// One rule of a webhook registration.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// `apiGroups`.
+    pub groups: &'static [&'static str],
+    /// `apiVersions`.
+    pub versions: &'static [&'static str],
+    /// `resources` (with `/subresource` where one is meant).
+    pub resources: &'static [&'static str],
+    /// `operations`.
+    pub operations: &'static [Operation],
+}
+
+/// One webhook of the shipped configurations.
+#[derive(Debug, Clone, Copy)]
+pub struct WebhookSpec {
+    /// The webhook's name in the configuration (`vnamespace.kb.io`).
+    pub name: &'static str,
+    /// The path the configuration calls.
+    pub path: &'static str,
+    /// Other spellings of the path that are served too (DECISIONS 3).
+    pub alt_paths: &'static [&'static str],
+    /// Mutating (true) or validating.
+    pub mutating: bool,
+    /// The handler.
+    pub handler: Handler,
+    /// The rules.
+    pub rules: &'static [Rule],
+    /// `failurePolicy`.
+    pub failure_policy: FailurePolicy,
+    /// objectSelector `policy.kruise.io/delete-protection Exists`.
+    pub delete_protection_scoped: bool,
+    /// The feature gate without which the path is not served, if any.
+    pub gate: Option<&'static str>,
+}
+
+const DELETE: &[Operation] = &[Operation::Delete];
+
+const fn deletion(
+    name: &'static str,
+    path: &'static str,
+    alt_paths: &'static [&'static str],
+    handler: Handler,
+    rules: &'static [Rule],
+    gate: Option<&'static str>,
+) -> WebhookSpec {
+    WebhookSpec {
+        name,
+        path,
+        alt_paths,
+        mutating: false,
+        handler,
+        rules,
+        failure_policy: FailurePolicy::Ignore,
+        delete_protection_scoped: true,
+        gate,
+    }
+}
+
+const fn rule(
+    groups: &'static [&'static str],
+    versions: &'static [&'static str],
+    resources: &'static [&'static str],
+) -> Rule {
+    Rule { groups, versions, resources, operations: DELETE }
+}
+
+/// Every webhook this version registers, mutating first, in the order the chain runs them.
+pub static WEBHOOKS: &[WebhookSpec] = &[
+    deletion("vnamespace.kb.io", "/validate-namespace", &[], Handler::Namespace, &[rule(&[""], &["v1"], &["namespaces"])], None),
+    deletion(
+        "vcustomresourcedefinition.kb.io",
+        "/validate-customresourcedefinition",
+        &[],
+        Handler::CustomResourceDefinition,
+        &[rule(&["apiextensions.k8s.io"], &["v1", "v1beta1"], &["customresourcedefinitions"])],
+        None,
+    ),
+    deletion("vbuiltindeployment.kb.io", "/validate-apps-deployment", &[], Handler::Deployment, &[rule(&["apps"], &["v1"], &["deployments"])], None),
+    deletion("vbuiltinreplicaset.kb.io", "/validate-apps-replicaset", &[], Handler::ReplicaSet, &[rule(&["apps"], &["v1"], &["replicasets"])], None),
+    deletion("vbuiltinstatefulset.kb.io", "/validate-apps-statefulset", &[], Handler::StatefulSet, &[rule(&["apps"], &["v1"], &["statefulsets"])], None),
+    deletion(
+        "vservice.kb.io",
+        "/validate-service",
+        &[],
+        Handler::Service,
+        &[rule(&[""], &["v1"], &["services"])],
+        Some(RESOURCES_DELETION_PROTECTION),
+    ),
+    deletion(
+        "vingress.kb.io",
+        "/validate-ingress",
+        &[],
+        Handler::Ingress,
+        &[rule(&["networking.k8s.io"], &["v1", "v1beta1"], &["ingresses"])],
+        Some(RESOURCES_DELETION_PROTECTION),
+    ),
+    deletion(
+        "vcloneset.kb.io",
+        "/validate-apps-kruise-io-cloneset",
+        &["/validate-apps-kruise-io-v1alpha1-cloneset"],
+        Handler::CloneSet,
+        &[rule(&["apps.kruise.io"], &["v1alpha1", "v1beta1"], &["clonesets"])],
+        None,
+    ),
+    deletion(
+        "vstatefulset.kb.io",
+        "/validate-apps-kruise-io-statefulset",
+        &[],
+        Handler::AdvancedStatefulSet,
+        &[rule(&["apps.kruise.io"], &["v1alpha1", "v1beta1"], &["statefulsets"])],
+        None,
+    ),
+    deletion(
+        "vuniteddeployment.kb.io",
+        "/validate-apps-kruise-io-uniteddeployment",
+        &["/validate-apps-kruise-io-v1alpha1-uniteddeployment"],
+        Handler::UnitedDeployment,
+        &[rule(&["apps.kruise.io"], &["v1alpha1", "v1beta1"], &["uniteddeployments"])],
+        None,
+    ),
+];
+
+/// The path of the CRD conversion webhook (DECISIONS 16).
+pub const CONVERT_PATH: &str = "/convert";
+
+/// Every admission path served with these gates, both spellings, with its webhook.
+pub fn routes(gates: &FeatureGates) -> Vec<(&'static str, &'static WebhookSpec)> {
+    WEBHOOKS
+        .iter()
+        .filter(|w| w.gate.is_none_or(|g| gates.enabled(g)))
+        .flat_map(|w| std::iter::once(w.path).chain(w.alt_paths.iter().copied()).map(move |p| (p, w)))
+        .collect()
+}
+
+impl WebhookSpec {
+    /// The shipped namespaceSelector: kube-system and our own namespace excluded.
+    pub fn namespace_selector(&self) -> LabelSelector {
+        LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "kubernetes.io/metadata.name".into(),
+                operator: "NotIn".into(),
+                values: Some(EXCLUDED_NAMESPACES.iter().map(|s| s.to_string()).collect()),
+            }]),
+            match_labels: None,
+        }
+    }
+
+    /// The shipped objectSelector.
+    pub fn object_selector(&self) -> LabelSelector {
+        if self.delete_protection_scoped {
+            LabelSelector {
+                match_expressions: Some(vec![LabelSelectorRequirement {
+                    key: DELETE_PROTECTION_LABEL.into(),
+                    operator: "Exists".into(),
+                    values: None,
+                }]),
+                match_labels: None,
+            }
+        } else {
+            LabelSelector::default()
+        }
+    }
+
+    /// Whether the rules match a request (group, version, resource/subresource, operation).
+    pub fn rules_match(&self, req: &AdmissionRequest) -> bool {
+        let resource = if req.sub_resource.is_empty() {
+            req.resource.resource.clone()
+        } else {
+            format!("{}/{}", req.resource.resource, req.sub_resource)
+        };
+        self.rules.iter().any(|r| {
+            r.operations.contains(&req.operation)
+                && r.groups.iter().any(|g| *g == "*" || *g == req.resource.group)
+                && r.versions.iter().any(|v| *v == "*" || *v == req.resource.version)
+                && r.resources.iter().any(|x| *x == "*" || *x == resource)
+        })
+    }
+
+    /// Whether the apiserver would call this webhook for the request: rules, then the namespaceSelector
+    /// (against `namespace_labels`, the labels of the request's namespace or of the Namespace object itself;
+    /// `None` for cluster-scoped objects, which it always matches) and the objectSelector (old or new object).
+    pub fn would_call(&self, req: &AdmissionRequest, namespace_labels: Option<&BTreeMap<String, String>>) -> bool {
+        if !self.rules_match(req) {
+            return false;
+        }
+        if let Some(labels) = namespace_labels
+            && !selector::matches(&self.namespace_selector(), labels)
+        {
+            return false;
+        }
+        let object_selector = self.object_selector();
+        [req.object.as_ref(), req.old_object.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|o| selector::matches(&object_selector, &labels_of(o)))
+    }
+}
+
+/// `metadata.labels` of a raw object (empty when absent or malformed).
+pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::FeatureGates;
+
+    #[test]
+    fn both_spellings_are_served_and_gated_paths_follow_their_gate() {
+        let on: Vec<_> = routes(&FeatureGates::default()).into_iter().map(|(p, _)| p).collect();
+        for p in ["/validate-apps-kruise-io-cloneset", "/validate-apps-kruise-io-v1alpha1-cloneset", "/validate-service"] {
+            assert!(on.contains(&p), "{p}");
+        }
+        let off = FeatureGates::parse("ResourcesDeletionProtection=false").unwrap();
+        let off: Vec<_> = routes(&off).into_iter().map(|(p, _)| p).collect();
+        assert!(!off.contains(&"/validate-service") && !off.contains(&"/validate-ingress"));
+        assert!(off.contains(&"/validate-namespace"), "always registered, allows when the gate is off");
+    }
+
+    #[test]
+    fn every_handler_has_exactly_one_registration() {
+        for w in WEBHOOKS {
+            assert_eq!(w.handler.spec().name, w.name);
+        }
+    }
+}
