@@ -1,0 +1,248 @@
+//! The cluster view the webhooks read: kube-runtime reflector stores in a cluster, or YAML files standalone.
+//! Also the one question the caches cannot answer: how many custom resources of a CRD exist (a live LIST).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
+use kube::api::{Api, ListParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use kruise_webhooks::ClusterView;
+use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
+use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
+
+/// How long the live custom-resource count may take before it counts as a list error.
+const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where cluster state comes from.
+#[derive(Clone)]
+pub enum Cluster {
+    /// Loaded from files (`--objects`, `review`).
+    Fixture(Arc<FixtureCluster>),
+    /// Informer caches of a real cluster.
+    Live(LiveCache),
+}
+
+/// Why cluster state files could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A file or directory that cannot be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A document that is not a usable object.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+}
+
+/// Loads every `.yaml`, `.yml` and `.json` file of the given files and directories (directories sorted, not
+/// recursive into hidden entries).
+///
+/// # Errors
+/// [`LoadError`] naming the file.
+pub fn load_objects(paths: &[PathBuf]) -> Result<FixtureCluster, LoadError> {
+    let mut cluster = FixtureCluster::default();
+    for path in paths {
+        load_path(&mut cluster, path, true)?;
+    }
+    Ok(cluster)
+}
+
+fn load_path(cluster: &mut FixtureCluster, path: &Path, explicit: bool) -> Result<(), LoadError> {
+    let io = |source| LoadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    if path.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                !p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with('.'))
+            })
+            .collect();
+        entries.sort();
+        for entry in entries {
+            load_path(cluster, &entry, false)?;
+        }
+        return Ok(());
+    }
+    let wanted = matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    );
+    if !explicit && !wanted {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    cluster.load_str(&text, &path.display().to_string())?;
+    Ok(())
+}
+
+/// Reflector stores of the kinds the webhooks read.
+#[derive(Clone)]
+pub struct LiveCache {
+    client: Client,
+    namespaces: Store<Namespace>,
+    pods: Store<Pod>,
+    claims: Store<PersistentVolumeClaim>,
+    synced: Arc<AtomicBool>,
+}
+
+fn watch<K>(client: &Client) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(
+        Api::<K>::all(client.clone()),
+        watcher::Config::default().any_semantic(),
+    )
+    .default_backoff()
+    // managedFields are large and never read: keep the cache small.
+    .modify(|o| o.managed_fields_mut().clear());
+    let kind = K::kind(&());
+    tokio::spawn(async move {
+        // The watcher retries with backoff forever; errors are logged, the stream never ends.
+        reflector::reflector(writer, stream)
+            .for_each(|event| {
+                if let Err(e) = event {
+                    tracing::warn!(kind = %kind, error = %e, "watch failed; retrying");
+                }
+                futures::future::ready(())
+            })
+            .await;
+    });
+    reader
+}
+
+impl LiveCache {
+    /// Starts the reflectors; [`LiveCache::synced`] turns true once every store has its first list.
+    pub fn start(client: Client) -> Self {
+        let cache = Self {
+            namespaces: watch(&client),
+            pods: watch(&client),
+            claims: watch(&client),
+            client,
+            synced: Arc::new(AtomicBool::new(false)),
+        };
+        let (ns, pods, claims, synced) = (
+            cache.namespaces.clone(),
+            cache.pods.clone(),
+            cache.claims.clone(),
+            cache.synced.clone(),
+        );
+        tokio::spawn(async move {
+            let _ = futures::join!(
+                ns.wait_until_ready(),
+                pods.wait_until_ready(),
+                claims.wait_until_ready()
+            );
+            synced.store(true, Ordering::Release);
+            tracing::info!("informer caches synced");
+        });
+        cache
+    }
+
+    async fn count_custom_resources(
+        &self,
+        q: &CustomResourceQuery,
+    ) -> Result<CustomResourceCount, String> {
+        let gvk = GroupVersionKind::gvk(&q.group, &q.version, &q.kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, &q.plural);
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let mut count = CustomResourceCount::default();
+        let mut params = ListParams::default().limit(500);
+        loop {
+            let page = tokio::time::timeout(LIST_TIMEOUT, api.list_metadata(&params))
+                .await
+                .map_err(|_| format!("timed out after {}s", LIST_TIMEOUT.as_secs()))?
+                .map_err(|e| e.to_string())?;
+            count.total += page.items.len();
+            count.terminating += page
+                .items
+                .iter()
+                .filter(|o| o.metadata.deletion_timestamp.is_some())
+                .count();
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => return Ok(count),
+            }
+        }
+    }
+}
+
+fn in_namespace<K: Resource<DynamicType = ()> + Clone>(
+    store: &Store<K>,
+    namespace: &str,
+) -> Vec<Arc<K>> {
+    store
+        .state()
+        .into_iter()
+        .filter(|o| o.namespace().as_deref() == Some(namespace))
+        .collect()
+}
+
+impl Cluster {
+    /// True when every cache has synced (always for files).
+    pub fn synced(&self) -> bool {
+        match self {
+            Self::Fixture(_) => true,
+            Self::Live(c) => c.synced.load(Ordering::Acquire),
+        }
+    }
+
+    /// Counts the custom resources of a CRD: a live LIST in a cluster, the loaded objects standalone.
+    /// A list error is returned as text for the deny message.
+    pub async fn count_custom_resources(
+        &self,
+        q: &CustomResourceQuery,
+    ) -> Result<CustomResourceCount, String> {
+        match self {
+            Self::Fixture(f) => Ok(f.count_custom_resources(q)),
+            Self::Live(c) => c.count_custom_resources(q).await,
+        }
+    }
+}
+
+impl ClusterView for Cluster {
+    fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
+        match self {
+            Self::Fixture(f) => f.namespace(name),
+            Self::Live(c) => c.namespaces.get(&reflector::ObjectRef::new(name)),
+        }
+    }
+    fn pods_in(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        match self {
+            Self::Fixture(f) => f.pods_in(namespace),
+            Self::Live(c) => in_namespace(&c.pods, namespace),
+        }
+    }
+    fn persistent_volume_claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>> {
+        match self {
+            Self::Fixture(f) => f.persistent_volume_claims_in(namespace),
+            Self::Live(c) => in_namespace(&c.claims, namespace),
+        }
+    }
+}

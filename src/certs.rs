@@ -1,0 +1,562 @@
+//! Certificates, acting side (DECISIONS 15): `kruise-certs` plans, this module reads and writes.
+//!
+//! - standalone: a CA and serving certificate generated in memory; the CA is written to
+//!   `<cert-dir>/ca.crt` so clients can trust it.
+//! - external: `tls.crt` / `tls.key` / `ca.crt` in `--cert-dir` (cert-manager), re-read on change; the
+//!   directory is never written.
+//! - self-managed: the Secret is the one source of truth for every replica; the caBundle is patched into our
+//!   webhook configurations and the Kruise CRDs' conversion webhooks.
+//!
+//! In every mode the serving certificate is installed into the [`CertStore`], which every TLS handshake reads.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use arc_swap::ArcSwap;
+use base64::Engine;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use kruise_certs::{CertBundle, CertPlan, Policy};
+use kruise_webhooks::registry;
+
+use crate::config::{CertSource, ServeConfig};
+use crate::server::tls::CertStore;
+
+/// Names of the configurations we keep the caBundle of.
+pub const MUTATING_CONFIGURATION: &str = "kruise-mutating-webhook-configuration";
+/// See [`MUTATING_CONFIGURATION`].
+pub const VALIDATING_CONFIGURATION: &str = "kruise-validating-webhook-configuration";
+
+/// Runs the certificate loop of the configured mode.
+pub struct CertManager {
+    stop: tokio::sync::watch::Sender<bool>,
+    bundle: Arc<ArcSwap<Option<CertBundle>>>,
+}
+
+impl CertManager {
+    /// Loads or creates the first certificate (waiting up to `--webhook-initialize-timeout`), installs it,
+    /// and keeps it current in the background.
+    ///
+    /// # Errors
+    /// No usable certificate before the deadline, or an unwritable cert dir in standalone mode.
+    pub async fn start(
+        config: &ServeConfig,
+        store: Arc<CertStore>,
+        client: Option<Client>,
+    ) -> anyhow::Result<Self> {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let bundle = Arc::new(ArcSwap::from_pointee(None));
+        let worker = Worker {
+            config: config.clone(),
+            store,
+            client,
+            bundle: bundle.clone(),
+            installed: None,
+        };
+        let first = tokio::time::timeout(config.init_timeout, worker.first_sync());
+        let worker = match first.await {
+            Ok(Ok(w)) => w,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => anyhow::bail!(
+                "failed to start webhook controller for waiting more than {:.6}s",
+                config.init_timeout.as_secs_f64()
+            ),
+        };
+        tokio::spawn(worker.run(stopped));
+        Ok(Self { stop, bundle })
+    }
+
+    /// Stops the background loop.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// The caBundle clients must trust (PEM), once known.
+    pub fn ca_bundle_pem(&self) -> Option<String> {
+        self.bundle
+            .load()
+            .as_ref()
+            .as_ref()
+            .map(|b| b.ca_bundle_pem.clone())
+    }
+}
+
+struct Worker {
+    config: ServeConfig,
+    store: Arc<CertStore>,
+    client: Option<Client>,
+    bundle: Arc<ArcSwap<Option<CertBundle>>>,
+    /// (cert, key) currently installed, to skip needless swaps.
+    installed: Option<(String, String)>,
+}
+
+fn policy(config: &ServeConfig) -> Policy {
+    let service = format!("{}.{}.svc", config.service_name, config.namespace);
+    match &config.webhook_host {
+        Some(host) => Policy::new(host.clone(), [service]),
+        None => Policy::new(service.clone(), [format!("{service}.cluster.local")]),
+    }
+}
+
+impl Worker {
+    async fn first_sync(mut self) -> anyhow::Result<Self> {
+        let mut delay = Duration::from_millis(200);
+        loop {
+            match self.sync().await {
+                Ok(()) => return Ok(self),
+                Err(e) if self.config.cert_source == CertSource::Standalone => return Err(e),
+                Err(e) => {
+                    tracing::warn!(error = %format!("{e:#}"), "certificate sync failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+
+    async fn run(mut self, mut stopped: tokio::sync::watch::Receiver<bool>) {
+        let period = match self.config.cert_source {
+            // Files change under us (cert-manager renewals): look often, it is cheap.
+            CertSource::External => self.config.cert_sync_interval.min(Duration::from_secs(10)),
+            _ => self.config.cert_sync_interval,
+        };
+        loop {
+            tokio::select! {
+                _ = stopped.wait_for(|s| *s) => return,
+                _ = tokio::time::sleep(period) => {}
+            }
+            if let Err(e) = self.sync().await {
+                tracing::warn!(error = %format!("{e:#}"), "certificate sync failed; keeping the current certificate");
+            }
+        }
+    }
+
+    fn install(&mut self, bundle: &CertBundle) -> anyhow::Result<()> {
+        let pair = (bundle.cert_pem.clone(), bundle.key_pem.clone());
+        if self.installed.as_ref() != Some(&pair) {
+            self.store
+                .install(pair.0.as_bytes(), pair.1.as_bytes())
+                .context("installing the serving certificate")?;
+            tracing::info!(
+                generation = self.store.generation(),
+                "serving certificate installed"
+            );
+            self.installed = Some(pair);
+        }
+        self.bundle.store(Arc::new(Some(bundle.clone())));
+        Ok(())
+    }
+
+    async fn sync(&mut self) -> anyhow::Result<()> {
+        match self.config.cert_source {
+            CertSource::Standalone => self.sync_standalone(),
+            CertSource::External => self.sync_external(),
+            CertSource::SelfManaged => self.sync_secret().await,
+        }
+    }
+
+    fn sync_standalone(&mut self) -> anyhow::Result<()> {
+        let now = OffsetDateTime::now_utc();
+        let policy = policy(&self.config);
+        let current = self.bundle.load_full();
+        let current = current.as_ref().as_ref();
+        let plan = kruise_certs::plan(current, now, &policy);
+        if matches!(plan, CertPlan::Keep) {
+            return Ok(());
+        }
+        let next = kruise_certs::execute(&plan, current, now, &policy)?;
+        write_files(&self.config.cert_dir, &next).context("writing certificates")?;
+        tracing::info!(plan = %plan, ca = %self.config.cert_dir.join("ca.crt").display(), "standalone certificates ready");
+        self.install(&next)
+    }
+
+    fn sync_external(&mut self) -> anyhow::Result<()> {
+        let dir = &self.config.cert_dir;
+        let read = |name: &str| -> anyhow::Result<String> {
+            let path = dir.join(name);
+            std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+        };
+        let (crt, key, ca) = (read("tls.crt")?, read("tls.key")?, read("ca.crt")?);
+        let current = self.bundle.load_full();
+        if let Some(b) = current.as_ref()
+            && b.cert_pem == crt
+            && b.key_pem == key
+            && b.ca_bundle_pem == ca
+        {
+            return Ok(());
+        }
+        let bundle =
+            kruise_certs::from_external(&crt, &key, &ca).context("external certificates")?;
+        self.install(&bundle)
+    }
+
+    async fn sync_secret(&mut self) -> anyhow::Result<()> {
+        let client = self
+            .client
+            .clone()
+            .context("self-managed certificates need a cluster")?;
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), &self.config.namespace);
+        let name = self.config.secret_name.clone();
+        let policy = policy(&self.config);
+        let mut bundle = None;
+        // A lost race (AlreadyExists, Conflict) re-reads: the Secret wins (DECISIONS 15, spec §12 scenario 19).
+        for _ in 0..3 {
+            let existing = secrets
+                .get_opt(&name)
+                .await
+                .context("failed to ensure certs: reading the Secret")?;
+            let data: BTreeMap<String, Vec<u8>> = existing
+                .as_ref()
+                .and_then(|s| s.data.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect();
+            let current = CertBundle::from_secret_data(&data).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, secret = %name, "certificate Secret holds unusable data; regenerating");
+                None
+            });
+            let now = OffsetDateTime::now_utc();
+            let plan = kruise_certs::plan(current.as_ref(), now, &policy);
+            if !plan.changes_secret() {
+                bundle = current;
+                break;
+            }
+            let next = kruise_certs::execute(&plan, current.as_ref(), now, &policy)?;
+            let data = next
+                .to_secret_data()
+                .into_iter()
+                .map(|(k, v)| (k, ByteString(v)))
+                .collect();
+            let result = match existing {
+                None => {
+                    let secret = Secret {
+                        metadata: kube::api::ObjectMeta {
+                            name: Some(name.clone()),
+                            namespace: Some(self.config.namespace.clone()),
+                            ..Default::default()
+                        },
+                        data: Some(data),
+                        ..Default::default()
+                    };
+                    secrets.create(&PostParams::default(), &secret).await
+                }
+                Some(mut secret) => {
+                    secret.data = Some(data);
+                    secret.metadata.managed_fields = None;
+                    secrets
+                        .replace(&name, &PostParams::default(), &secret)
+                        .await
+                }
+            };
+            match result {
+                Ok(_) => {
+                    tracing::info!(plan = %plan, secret = %name, "certificate Secret written");
+                    bundle = Some(next);
+                    break;
+                }
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    tracing::info!(secret = %name, "another replica wrote the certificate Secret first; re-reading");
+                }
+                Err(e) => return Err(e).context("failed to ensure certs: writing the Secret"),
+            }
+        }
+        let bundle = bundle.context("failed to ensure certs: the Secret kept changing under us")?;
+        if let Err(e) = write_files(&self.config.cert_dir, &bundle) {
+            tracing::debug!(error = %e, "cert dir not writable; serving from memory");
+        }
+        self.install(&bundle)?;
+        let served: Vec<&str> = registry::routes(&self.config.gates)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        let ca_b64 =
+            base64::engine::general_purpose::STANDARD.encode(bundle.ca_bundle_pem.as_bytes());
+        ensure_configurations(&client, &self.config, &served, &ca_b64)
+            .await
+            .context("failed to ensure configuration")?;
+        ensure_crds(&client, &self.config, &ca_b64)
+            .await
+            .context("failed to ensure crd")?;
+        Ok(())
+    }
+}
+
+/// Writes OpenKruise's file layout plus `ca.crt` (what curl and cert-manager users expect).
+fn write_files(dir: &Path, bundle: &CertBundle) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let files: [(&str, &str); 8] = [
+        ("ca.crt", &bundle.ca_bundle_pem),
+        ("ca-cert.pem", &bundle.ca_cert_pem),
+        ("cert.pem", &bundle.cert_pem),
+        ("tls.crt", &bundle.cert_pem),
+        ("key.pem", &bundle.key_pem),
+        ("tls.key", &bundle.key_pem),
+        ("ca-key.pem", &bundle.ca_key_pem),
+        ("ca-bundle.pem", &bundle.ca_bundle_pem),
+    ];
+    for (name, content) in files {
+        let path: PathBuf = dir.join(name);
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, content)?;
+        if name.contains("key") {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+        }
+        std::fs::rename(&tmp, &path)?;
+    }
+    Ok(())
+}
+
+/// The desired form of a webhook configuration (raw JSON): the webhooks of the `template` annotation (captured
+/// from the object on first sight, as OpenKruise does), minus the ones pointing at our Service on a path this
+/// version does not serve, each of ours with `caBundle` set. `None` when nothing changes.
+pub fn desired_configuration(
+    current: &Value,
+    service: (&str, &str),
+    served: &[&str],
+    ca_b64: &str,
+) -> Result<Option<Value>, String> {
+    let live = current
+        .get("webhooks")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    let template_text = current
+        .pointer("/metadata/annotations/template")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let template: Value = if template_text.is_empty() {
+        live.clone()
+    } else {
+        serde_json::from_str(template_text)
+            .map_err(|e| format!("parsing annotation template: {e}"))?
+    };
+    let mut webhooks = Vec::new();
+    for mut hook in template.as_array().cloned().unwrap_or_default() {
+        let svc = hook.pointer("/clientConfig/service").cloned();
+        let ours = svc.as_ref().is_some_and(|s| {
+            s.get("name").and_then(Value::as_str) == Some(service.1)
+                && s.get("namespace").and_then(Value::as_str) == Some(service.0)
+        });
+        if !ours {
+            webhooks.push(hook);
+            continue;
+        }
+        let path = svc
+            .as_ref()
+            .and_then(|s| s.get("path"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !served.contains(&path) {
+            tracing::info!(webhook = ?hook.get("name"), path, "ignoring webhook in configuration: path not served");
+            continue;
+        }
+        if let Some(cc) = hook.get_mut("clientConfig").and_then(Value::as_object_mut) {
+            cc.insert("caBundle".into(), Value::String(ca_b64.to_owned()));
+        }
+        webhooks.push(hook);
+    }
+    let mut desired = current.clone();
+    desired["webhooks"] = Value::Array(webhooks);
+    if template_text.is_empty() {
+        let captured = serde_json::to_string(&template).map_err(|e| e.to_string())?;
+        let meta = desired["metadata"]
+            .as_object_mut()
+            .ok_or("object has no metadata")?;
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        annotations["template"] = Value::String(captured);
+    }
+    Ok((desired != *current).then_some(desired))
+}
+
+async fn ensure_configurations(
+    client: &Client,
+    config: &ServeConfig,
+    served: &[&str],
+    ca_b64: &str,
+) -> anyhow::Result<()> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    let resources = [
+        (
+            kube::core::ApiResource::erase::<MutatingWebhookConfiguration>(&()),
+            MUTATING_CONFIGURATION,
+        ),
+        (
+            kube::core::ApiResource::erase::<ValidatingWebhookConfiguration>(&()),
+            VALIDATING_CONFIGURATION,
+        ),
+    ];
+    for (resource, name) in resources {
+        let api: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &resource);
+        // DynamicObject keeps every field outside metadata, known to our types or not; we only merge-patch.
+        let current: Value = match api.get(name).await {
+            Ok(v) => serde_json::to_value(v)?,
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                tracing::debug!(
+                    configuration = name,
+                    "not installed; nothing to keep current"
+                );
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {name}")),
+        };
+        let service = (config.namespace.as_str(), config.service_name.as_str());
+        if let Some(desired) =
+            desired_configuration(&current, service, served, ca_b64).map_err(anyhow::Error::msg)?
+        {
+            let patch = json!({
+                "metadata": {
+                    "resourceVersion": current.pointer("/metadata/resourceVersion"),
+                    "annotations": desired.pointer("/metadata/annotations"),
+                },
+                "webhooks": desired["webhooks"],
+            });
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .with_context(|| format!("failed to update {name}"))?;
+            tracing::info!(configuration = name, "caBundle and webhooks updated");
+        }
+    }
+    Ok(())
+}
+
+async fn ensure_crds(client: &Client, config: &ServeConfig, ca_b64: &str) -> anyhow::Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crds = api
+        .list(&ListParams::default())
+        .await
+        .context("failed to list crds")?;
+    for crd in crds {
+        let spec = &crd.spec;
+        if spec.group != "apps.kruise.io" && spec.group != "policy.kruise.io" {
+            continue;
+        }
+        let Some(conversion) = &spec.conversion else {
+            continue;
+        };
+        if conversion.strategy != "Webhook" {
+            continue;
+        }
+        let client_config = conversion
+            .webhook
+            .as_ref()
+            .and_then(|w| w.client_config.as_ref());
+        let ours = client_config
+            .and_then(|c| c.service.as_ref())
+            .is_none_or(|s| s.name == config.service_name && s.namespace == config.namespace);
+        let current_ca = client_config
+            .and_then(|c| c.ca_bundle.as_ref())
+            .map(|b| base64::engine::general_purpose::STANDARD.encode(&b.0));
+        if !ours || current_ca.as_deref() == Some(ca_b64) {
+            continue;
+        }
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+            "clientConfig": {"caBundle": ca_b64, "service": {
+                "namespace": config.namespace, "name": config.service_name, "path": registry::CONVERT_PATH, "port": 443}},
+            "conversionReviewVersions": ["v1", "v1beta1"]}}}});
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .with_context(|| format!("failed to update CRD {name}"))?;
+        tracing::info!(crd = %name, "conversion caBundle updated");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configuration(annotation: Option<&str>) -> Value {
+        let hook = |name: &str, path: &str| {
+            json!({"name": name, "clientConfig": {"service": {"namespace": "kruise-system", "name": "kruise-webhook-service", "path": path}},
+                   "x-unknown": true})
+        };
+        let mut c = json!({"metadata": {"name": VALIDATING_CONFIGURATION, "resourceVersion": "7"},
+            "webhooks": [hook("vnamespace.kb.io", "/validate-namespace"), hook("vservice.kb.io", "/validate-service"),
+                         {"name": "other.example.com", "clientConfig": {"url": "https://x/y"}}]});
+        if let Some(a) = annotation {
+            c["metadata"]["annotations"] = json!({"template": a});
+        }
+        c
+    }
+
+    #[test]
+    fn unserved_paths_are_dropped_but_kept_in_the_template() {
+        // spec/deletion-protection.md scenario 27: gate off removes vservice, keeps vnamespace.
+        let desired = desired_configuration(
+            &configuration(None),
+            ("kruise-system", "kruise-webhook-service"),
+            &["/validate-namespace"],
+            "Q0E=",
+        )
+        .unwrap()
+        .unwrap();
+        let names: Vec<_> = desired["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["vnamespace.kb.io", "other.example.com"]);
+        assert_eq!(desired["webhooks"][0]["clientConfig"]["caBundle"], "Q0E=");
+        assert_eq!(
+            desired["webhooks"][0]["x-unknown"], true,
+            "unknown fields survive"
+        );
+        assert!(
+            desired["webhooks"][1]["clientConfig"]
+                .get("caBundle")
+                .is_none(),
+            "foreign webhooks untouched"
+        );
+        let template = desired["metadata"]["annotations"]["template"]
+            .as_str()
+            .unwrap();
+        assert!(template.contains("vservice.kb.io"));
+        // Turning the gate back on restores it from the template, and a second pass changes nothing.
+        let restored = desired_configuration(
+            &desired,
+            ("kruise-system", "kruise-webhook-service"),
+            &["/validate-namespace", "/validate-service"],
+            "Q0E=",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(restored["webhooks"].as_array().unwrap().len(), 3);
+        assert!(
+            desired_configuration(
+                &restored,
+                ("kruise-system", "kruise-webhook-service"),
+                &["/validate-namespace", "/validate-service"],
+                "Q0E="
+            )
+            .unwrap()
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_broken_template_is_an_error() {
+        assert!(
+            desired_configuration(
+                &configuration(Some("{nope")),
+                ("kruise-system", "kruise-webhook-service"),
+                &[],
+                ""
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! Command-line flags (clap derive). Env names are OpenKruise's where it has them (spec/webhook-server.md §2).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// kruise-webhook: OpenKruise's admission webhooks, in Rust.
+#[derive(Parser, Debug)]
+#[command(name = "kruise-webhook", version, about)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, global = true, env = "KRUISE_WEBHOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log line format.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the HTTPS admission server (in a cluster, or standalone on YAML files with --objects).
+    Serve(ServeArgs),
+    /// Run the admission chain offline on an AdmissionReview and print the answer.
+    Review(ReviewArgs),
+}
+
+/// Where certificates come from.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CertMode {
+    /// standalone with --objects, external with the EnableExternalCerts gate, else self-managed.
+    Auto,
+    /// CA and serving certificate in the Secret, caBundle patched into our configurations (DECISIONS 15).
+    SelfManaged,
+    /// tls.crt / tls.key / ca.crt from --cert-dir (cert-manager), reloaded on change.
+    External,
+    /// Generated in memory; the CA is written to <cert-dir>/ca.crt so clients can trust it.
+    Standalone,
+}
+
+/// `kruise-webhook serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// HTTPS port the apiserver calls.
+    #[arg(long, env = "WEBHOOK_PORT", default_value_t = 9876)]
+    pub port: u16,
+    /// Address the HTTPS listener binds.
+    #[arg(long, env = "KRUISE_WEBHOOK_BIND_ADDRESS", default_value = "0.0.0.0")]
+    pub bind_address: String,
+    /// Plain-HTTP address of /metrics (`:8080` means all interfaces).
+    #[arg(long, default_value = ":8080")]
+    pub metrics_addr: String,
+    /// Plain-HTTP address of /healthz and /readyz.
+    #[arg(long, default_value = ":8000")]
+    pub health_probe_addr: String,
+    /// Directory of the serving certificate files.
+    #[arg(
+        long,
+        env = "WEBHOOK_CERT_DIR",
+        default_value = "/tmp/kruise-webhook-certs"
+    )]
+    pub cert_dir: PathBuf,
+    /// Where certificates come from.
+    #[arg(long, env = "KRUISE_WEBHOOK_CERT_MODE", value_enum, default_value_t = CertMode::Auto)]
+    pub cert_mode: CertMode,
+    /// Namespace of the Secret, the Service and the leader Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kruise-system")]
+    pub namespace: String,
+    /// Secret holding the CA and serving certificate.
+    #[arg(long, env = "SECRET_NAME", default_value = "kruise-webhook-certs")]
+    pub secret_name: String,
+    /// Service the webhook configurations point at; part of the certificate's DNS names.
+    #[arg(long, env = "SERVICE_NAME", default_value = "kruise-webhook-service")]
+    pub service_name: String,
+    /// Host name or IP in the certificate instead of the service DNS name (URL mode).
+    #[arg(long, env = "WEBHOOK_HOST")]
+    pub webhook_host: Option<String>,
+    /// Standalone: serve on the cluster state in these YAML/JSON files or directories (repeatable).
+    #[arg(long = "objects", value_name = "PATH")]
+    pub objects: Vec<PathBuf>,
+    /// Feature gates, OpenKruise's names: `Name=true,Other=false`.
+    #[arg(long, env = "KRUISE_WEBHOOK_FEATURE_GATES", default_value = "")]
+    pub feature_gates: String,
+    /// Directory of the deletion-protection audit log (protection.log). Default /log in a cluster, none standalone.
+    #[arg(long)]
+    pub protection_log_path: Option<PathBuf>,
+    /// How long in-flight requests may take to finish after SIGTERM, in seconds.
+    #[arg(long, default_value_t = 20)]
+    pub shutdown_grace_period: u64,
+    /// How long a client may take to send a request body, in seconds.
+    #[arg(long, default_value_t = 5)]
+    pub request_body_timeout: u64,
+    /// How long to wait for the first certificate sync before giving up, in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub webhook_initialize_timeout: u64,
+    /// How often certificates are re-checked (Secret or files), in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub cert_sync_interval: u64,
+}
+
+/// `kruise-webhook review`.
+#[derive(Args, Debug)]
+pub struct ReviewArgs {
+    /// Cluster state: YAML/JSON files (multi-document or List) or directories of them (repeatable).
+    #[arg(long = "objects", value_name = "PATH")]
+    pub objects: Vec<PathBuf>,
+    /// One admission.k8s.io/v1 AdmissionReview; `-` or absent reads stdin.
+    #[arg(long)]
+    pub request: Option<PathBuf>,
+    /// Feature gates, as for serve.
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+}

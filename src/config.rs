@@ -1,0 +1,272 @@
+//! `Config`: the validated form of the flags. No I/O here.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kruise_webhooks::FeatureGates;
+use kruise_webhooks::features::ENABLE_EXTERNAL_CERTS;
+
+use crate::cli::{CertMode, Cli, Command, LogFormat, ReviewArgs, ServeArgs};
+
+/// A flag value that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Bad `--feature-gates`.
+    #[error("--feature-gates: {0}")]
+    FeatureGates(#[from] kruise_webhooks::features::FeatureGateError),
+    /// An address that does not parse.
+    #[error("{flag}: {value:?} is not an address (want host:port or :port)")]
+    Address {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// Flags that contradict each other.
+    #[error("{0}")]
+    Conflict(String),
+}
+
+/// Validated configuration.
+#[derive(Debug)]
+pub struct Config {
+    /// Log format.
+    pub log_format: LogFormat,
+    /// What to run.
+    pub command: Mode,
+}
+
+/// The validated subcommand.
+#[derive(Debug)]
+pub enum Mode {
+    /// `serve`.
+    Serve(Box<ServeConfig>),
+    /// `review`.
+    Review(ReviewConfig),
+}
+
+/// Where the serving certificate comes from (after `auto` is resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CertSource {
+    /// Secret + caBundle patching in the cluster.
+    SelfManaged,
+    /// Files written by someone else.
+    External,
+    /// Generated in memory.
+    Standalone,
+}
+
+/// `serve`, validated.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// HTTPS listener.
+    pub tls_addr: SocketAddr,
+    /// /metrics listener.
+    pub metrics_addr: SocketAddr,
+    /// /healthz, /readyz listener.
+    pub probe_addr: SocketAddr,
+    /// Certificate files.
+    pub cert_dir: PathBuf,
+    /// Certificate source.
+    pub cert_source: CertSource,
+    /// Our namespace.
+    pub namespace: String,
+    /// The certificate Secret.
+    pub secret_name: String,
+    /// Our Service.
+    pub service_name: String,
+    /// URL-mode host.
+    pub webhook_host: Option<String>,
+    /// Standalone object files; empty in a cluster.
+    pub objects: Vec<PathBuf>,
+    /// Feature gates.
+    pub gates: FeatureGates,
+    /// Audit log directory.
+    pub protection_log_dir: Option<PathBuf>,
+    /// Drain time after SIGTERM.
+    pub shutdown_grace: Duration,
+    /// Body read limit in time.
+    pub body_timeout: Duration,
+    /// First certificate sync deadline.
+    pub init_timeout: Duration,
+    /// Certificate re-check period.
+    pub cert_sync_interval: Duration,
+}
+
+impl ServeConfig {
+    /// True when serving YAML files instead of a cluster.
+    pub fn standalone(&self) -> bool {
+        !self.objects.is_empty() || self.cert_source == CertSource::Standalone
+    }
+
+    /// A standalone configuration on loopback with ephemeral ports (tests, benches, quick start).
+    pub fn for_loopback(objects: Vec<PathBuf>, cert_dir: PathBuf) -> Self {
+        let lo = |port| SocketAddr::new(IpAddr::from([127, 0, 0, 1]), port);
+        Self {
+            tls_addr: lo(0),
+            metrics_addr: lo(0),
+            probe_addr: lo(0),
+            cert_dir,
+            cert_source: CertSource::Standalone,
+            namespace: "kruise-system".into(),
+            secret_name: "kruise-webhook-certs".into(),
+            service_name: "kruise-webhook-service".into(),
+            webhook_host: None,
+            objects,
+            gates: FeatureGates::default(),
+            protection_log_dir: None,
+            shutdown_grace: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(5),
+            init_timeout: Duration::from_secs(60),
+            cert_sync_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// `review`, validated.
+#[derive(Debug, Clone)]
+pub struct ReviewConfig {
+    /// Cluster state files.
+    pub objects: Vec<PathBuf>,
+    /// The AdmissionReview; `None` is stdin.
+    pub request: Option<PathBuf>,
+    /// Feature gates.
+    pub gates: FeatureGates,
+}
+
+/// `:8080` → 0.0.0.0:8080; `host:port` as given.
+pub fn parse_addr(flag: &'static str, value: &str) -> Result<SocketAddr, ConfigError> {
+    let full = if value.starts_with(':') {
+        format!("0.0.0.0{value}")
+    } else {
+        value.to_owned()
+    };
+    full.parse().map_err(|_| ConfigError::Address {
+        flag,
+        value: value.to_owned(),
+    })
+}
+
+impl TryFrom<Cli> for Config {
+    type Error = ConfigError;
+    fn try_from(cli: Cli) -> Result<Self, ConfigError> {
+        let command = match cli.command {
+            Command::Serve(s) => Mode::Serve(Box::new(serve_config(s)?)),
+            Command::Review(r) => Mode::Review(review_config(r)?),
+        };
+        Ok(Self {
+            log_format: cli.log_format,
+            command,
+        })
+    }
+}
+
+fn review_config(r: ReviewArgs) -> Result<ReviewConfig, ConfigError> {
+    let request = r.request.filter(|p| p.as_os_str() != "-");
+    Ok(ReviewConfig {
+        objects: r.objects,
+        request,
+        gates: FeatureGates::parse(&r.feature_gates)?,
+    })
+}
+
+fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
+    let gates = FeatureGates::parse(&s.feature_gates)?;
+    let bind: IpAddr = s.bind_address.parse().map_err(|_| ConfigError::Address {
+        flag: "--bind-address",
+        value: s.bind_address.clone(),
+    })?;
+    let cert_source = match s.cert_mode {
+        CertMode::Auto if !s.objects.is_empty() => CertSource::Standalone,
+        CertMode::Auto if gates.enabled(ENABLE_EXTERNAL_CERTS) => CertSource::External,
+        CertMode::Auto | CertMode::SelfManaged => CertSource::SelfManaged,
+        CertMode::External => CertSource::External,
+        CertMode::Standalone => CertSource::Standalone,
+    };
+    if cert_source == CertSource::SelfManaged && !s.objects.is_empty() {
+        return Err(ConfigError::Conflict(
+            "--cert-mode=self-managed needs a cluster; --objects runs standalone (use --cert-mode=standalone or external)".into(),
+        ));
+    }
+    let standalone = !s.objects.is_empty() || cert_source == CertSource::Standalone;
+    let protection_log_dir = match s.protection_log_path {
+        Some(p) if p.as_os_str().is_empty() => None,
+        Some(p) => Some(p),
+        None if standalone => None,
+        None => Some(PathBuf::from("/log")),
+    };
+    Ok(ServeConfig {
+        tls_addr: SocketAddr::new(bind, s.port),
+        metrics_addr: parse_addr("--metrics-addr", &s.metrics_addr)?,
+        probe_addr: parse_addr("--health-probe-addr", &s.health_probe_addr)?,
+        cert_dir: s.cert_dir,
+        cert_source,
+        namespace: s.namespace,
+        secret_name: s.secret_name,
+        service_name: s.service_name,
+        webhook_host: s.webhook_host.filter(|h| !h.is_empty()),
+        objects: s.objects,
+        gates,
+        protection_log_dir,
+        shutdown_grace: Duration::from_secs(s.shutdown_grace_period),
+        body_timeout: Duration::from_secs(s.request_body_timeout.max(1)),
+        init_timeout: Duration::from_secs(s.webhook_initialize_timeout),
+        cert_sync_interval: Duration::from_secs(s.cert_sync_interval.max(1)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<Config, ConfigError> {
+        Config::try_from(Cli::try_parse_from(args).unwrap())
+    }
+
+    #[test]
+    fn objects_mean_standalone_certificates_and_no_audit_log() {
+        let Mode::Serve(s) = parse(&["kw", "serve", "--objects", "x.yaml"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(s.cert_source, CertSource::Standalone);
+        assert!(s.protection_log_dir.is_none());
+        assert_eq!(s.metrics_addr, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(s.tls_addr.port(), 9876);
+    }
+
+    #[test]
+    fn external_certs_gate_selects_external_mode() {
+        let Mode::Serve(s) = parse(&["kw", "serve", "--feature-gates", "EnableExternalCerts=true"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(s.cert_source, CertSource::External);
+        assert_eq!(s.protection_log_dir, Some(PathBuf::from("/log")));
+    }
+
+    #[test]
+    fn bad_values_are_errors_that_name_them() {
+        let e = parse(&["kw", "serve", "--feature-gates", "Bogus=true"]).unwrap_err();
+        assert!(e.to_string().contains("Bogus"));
+        let e = parse(&["kw", "serve", "--metrics-addr", "nope"]).unwrap_err();
+        assert!(e.to_string().contains("--metrics-addr"));
+        assert!(
+            parse(&[
+                "kw",
+                "serve",
+                "--objects",
+                "a",
+                "--cert-mode",
+                "self-managed"
+            ])
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! Prometheus metrics (prometheus-client Registry, OpenMetrics text), names as OpenKruise and
+//! controller-runtime use them (DECISIONS 19, spec/webhook-server.md §10).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::Registry;
+
+use kruise_webhooks::verdict::{ProtectionMetric, ProtectionRecord};
+
+/// `{webhook, code}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WebhookCodeLabels {
+    /// The webhook path, as controller-runtime labels it.
+    pub webhook: String,
+    /// The HTTP-like status code of the answer.
+    pub code: String,
+}
+
+/// `{webhook}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WebhookLabels {
+    /// The webhook path.
+    pub webhook: String,
+}
+
+/// `{name, username}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NameUserLabels {
+    /// Namespace or CRD name.
+    pub name: String,
+    /// Requesting user.
+    pub username: String,
+}
+
+/// `{kind_namespace_name, username}`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkloadUserLabels {
+    /// `<Kind>_<ns>_<name>`.
+    pub kind_namespace_name: String,
+    /// Requesting user.
+    pub username: String,
+}
+
+/// A monotonically increasing count exposed under its plain name, as OpenKruise's Go counters are
+/// (`namespace_deletion_protection`, not `..._total`): OpenMetrics would force the suffix on a counter, so
+/// this is typed `unknown`, which keeps the name dashboards already query.
+#[derive(Debug, Default, Clone)]
+pub struct PlainCounter(Arc<AtomicU64>);
+
+impl PlainCounter {
+    /// Adds one.
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+    /// The current count.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl TypedMetric for PlainCounter {
+    const TYPE: MetricType = MetricType::Unknown;
+}
+
+impl EncodeMetric for PlainCounter {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let v = i64::try_from(self.get()).unwrap_or(i64::MAX);
+        encoder.encode_gauge(&v)
+    }
+    fn metric_type(&self) -> MetricType {
+        MetricType::Unknown
+    }
+}
+
+/// Every metric the server exports; cheap to clone.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    /// `controller_runtime_webhook_requests_total{webhook,code}`.
+    pub requests: Family<WebhookCodeLabels, Counter>,
+    /// `controller_runtime_webhook_latency_seconds{webhook}`.
+    pub latency: Family<WebhookLabels, Histogram>,
+    /// `controller_runtime_webhook_requests_in_flight{webhook}`.
+    pub in_flight: Family<WebhookLabels, Gauge>,
+    /// `controller_runtime_webhook_panics_total`.
+    pub panics: Counter,
+    /// `namespace_deletion_protection{name,username}`.
+    pub namespace_protection: Family<NameUserLabels, PlainCounter>,
+    /// `crd_deletion_protection{name,username}`.
+    pub crd_protection: Family<NameUserLabels, PlainCounter>,
+    /// `workload_deletion_protection{kind_namespace_name,username}`.
+    pub workload_protection: Family<WorkloadUserLabels, PlainCounter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every family.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<WebhookCodeLabels, Counter>::default();
+        // controller-runtime's buckets (prometheus.DefBuckets), so dashboards line up.
+        let latency = Family::<WebhookLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new([
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ])
+        });
+        let in_flight = Family::<WebhookLabels, Gauge>::default();
+        let panics = Counter::default();
+        let namespace_protection = Family::<NameUserLabels, PlainCounter>::default();
+        let crd_protection = Family::<NameUserLabels, PlainCounter>::default();
+        let workload_protection = Family::<WorkloadUserLabels, PlainCounter>::default();
+        registry.register(
+            "controller_runtime_webhook_requests",
+            "Total number of admission requests by HTTP status code.",
+            requests.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            latency.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            in_flight.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_panics",
+            "Total number of webhook panics",
+            panics.clone(),
+        );
+        registry.register(
+            "namespace_deletion_protection",
+            "Number of namespace deletions refused by deletion protection",
+            namespace_protection.clone(),
+        );
+        registry.register(
+            "crd_deletion_protection",
+            "Number of CRD deletions refused by deletion protection",
+            crd_protection.clone(),
+        );
+        registry.register(
+            "workload_deletion_protection",
+            "Number of workload deletions refused by deletion protection",
+            workload_protection.clone(),
+        );
+        Self {
+            registry: Arc::new(registry),
+            requests,
+            latency,
+            in_flight,
+            panics,
+            namespace_protection,
+            crd_protection,
+            workload_protection,
+        }
+    }
+
+    /// The OpenMetrics text of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Counts one refused deletion (spec/deletion-protection.md §7).
+    pub fn record_protection(&self, r: &ProtectionRecord) {
+        match r.metric {
+            ProtectionMetric::Namespace => self
+                .namespace_protection
+                .get_or_create(&NameUserLabels {
+                    name: r.metric_name.clone(),
+                    username: r.username.clone(),
+                })
+                .inc(),
+            ProtectionMetric::Crd => self
+                .crd_protection
+                .get_or_create(&NameUserLabels {
+                    name: r.metric_name.clone(),
+                    username: r.username.clone(),
+                })
+                .inc(),
+            ProtectionMetric::Workload => self
+                .workload_protection
+                .get_or_create(&WorkloadUserLabels {
+                    kind_namespace_name: r.metric_name.clone(),
+                    username: r.username.clone(),
+                })
+                .inc(),
+        }
+    }
+}
+
+/// Content type of [`Metrics::encode`].
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_openkruise_and_controller_runtime() {
+        let m = Metrics::new();
+        m.requests
+            .get_or_create(&WebhookCodeLabels {
+                webhook: "/validate-namespace".into(),
+                code: "200".into(),
+            })
+            .inc();
+        m.record_protection(&ProtectionRecord {
+            metric: ProtectionMetric::Namespace,
+            metric_name: "ns-a".into(),
+            kind: "Namespace".into(),
+            namespace: String::new(),
+            name: "ns-a".into(),
+            username: "alice".into(),
+        });
+        let text = m.encode();
+        assert!(text.contains(r#"controller_runtime_webhook_requests_total{webhook="/validate-namespace",code="200"} 1"#), "{text}");
+        assert!(
+            text.contains(r#"namespace_deletion_protection{name="ns-a",username="alice"} 1"#),
+            "{text}"
+        );
+    }
+}

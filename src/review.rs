@@ -1,0 +1,199 @@
+//! `kruise-webhook review`: the admission chain offline (DECISIONS 17).
+//!
+//! Runs exactly the webhooks the apiserver would call for the request under the shipped configurations
+//! (rules, namespaceSelector against the given Namespace objects, objectSelector against the object),
+//! mutating ones first, then validating ones on the mutated object, with the server's own code. Prints one
+//! AdmissionReview with the combined response.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kruise_webhooks::fixture::FixtureCluster;
+use kruise_webhooks::registry::{self, WebhookSpec};
+use kruise_webhooks::{FeatureGates, Verdict, patch};
+
+use crate::cache::{self, Cluster};
+use crate::config::ReviewConfig;
+use crate::server::admission::decide;
+
+/// Input that cannot be reviewed; printed as one line, exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// Bad `--objects`.
+    #[error(transparent)]
+    Objects(#[from] cache::LoadError),
+    /// The request cannot be read.
+    #[error("{source_name}: {message}")]
+    Request {
+        /// File name or `stdin`.
+        source_name: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The labels the apiserver matches a namespaceSelector against: the Namespace object's own for namespaces,
+/// the request namespace's for namespaced objects, none for cluster-scoped objects.
+fn namespace_labels(
+    cluster: &FixtureCluster,
+    req: &AdmissionRequest,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    if req.resource.group.is_empty() && req.resource.resource == "namespaces" {
+        let obj = req.old_object().or(req.object())?;
+        let mut labels = registry::labels_of(obj);
+        labels.insert("kubernetes.io/metadata.name".into(), req.name.clone());
+        return Some(labels);
+    }
+    req.namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .map(|n| cluster.namespace_labels(n))
+}
+
+/// The webhooks the apiserver would call for this request, mutating first, each once.
+pub fn webhooks_for(
+    cluster: &FixtureCluster,
+    gates: &FeatureGates,
+    req: &AdmissionRequest,
+) -> Vec<&'static WebhookSpec> {
+    let labels = namespace_labels(cluster, req);
+    let mut specs: Vec<&'static WebhookSpec> = Vec::new();
+    for (_, spec) in registry::routes(gates) {
+        if !specs.iter().any(|s| s.name == spec.name) && spec.would_call(req, labels.as_ref()) {
+            specs.push(spec);
+        }
+    }
+    specs.sort_by_key(|s| !s.mutating);
+    specs
+}
+
+/// Runs the chain on a decoded review.
+pub async fn review(
+    cluster: Arc<FixtureCluster>,
+    gates: &FeatureGates,
+    review: &AdmissionReview,
+) -> AdmissionResponse {
+    let specs = webhooks_for(&cluster, gates, &review.request);
+    let view = Cluster::Fixture(cluster);
+    let original = review.request.object.clone();
+    let mut req = review.request.clone();
+    let mut warnings = Vec::new();
+    let mut audit = std::collections::BTreeMap::new();
+    for spec in specs {
+        let verdict = match decide(&view, gates, spec, &req).await {
+            Ok(v) => v,
+            Err(e) => return AdmissionResponse::from_error(&req.uid, &e),
+        };
+        tracing::info!(
+            webhook = spec.name,
+            allowed = verdict.is_allowed(),
+            patch_ops = verdict.patch.len(),
+            "webhook ran"
+        );
+        warnings.extend(verdict.warnings.iter().cloned());
+        audit.extend(verdict.audit_annotations.clone());
+        if !verdict.is_allowed() {
+            let mut response = AdmissionResponse::from_verdict(&req.uid, &verdict);
+            response.warnings = warnings;
+            return response;
+        }
+        if spec.mutating && !verdict.patch.is_empty() {
+            let Some(obj) = &req.object else { continue };
+            match patch::apply(obj, &verdict.patch) {
+                Ok(next) => req.object = Some(next),
+                Err(e) => {
+                    return AdmissionResponse::errored(
+                        &req.uid,
+                        500,
+                        format!(
+                            "webhook {} returned a patch that does not apply: {e}",
+                            spec.name
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    let mut combined = Verdict::allow();
+    if let (Some(before), Some(after)) = (&original, &req.object) {
+        combined.patch = patch::diff(before, after);
+    }
+    combined.warnings = warnings;
+    combined.audit_annotations = audit;
+    AdmissionResponse::from_verdict(&req.uid, &combined)
+}
+
+/// Reads the inputs, runs the chain, returns the AdmissionReview JSON to print.
+///
+/// # Errors
+/// [`ReviewError`] for unreadable or malformed input.
+pub fn run(config: &ReviewConfig, stdin: impl Read) -> Result<Vec<u8>, ReviewError> {
+    let cluster = cache::load_objects(&config.objects)?;
+    let (source_name, bytes) = read_request(config.request.as_ref(), stdin)?;
+    let decoded = decode(&source_name, &bytes)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ReviewError::Request {
+            source_name: "runtime".into(),
+            message: e.to_string(),
+        })?;
+    let response = runtime.block_on(review(Arc::new(cluster), &config.gates, &decoded));
+    let out = serde_json::json!({
+        "apiVersion": decoded.api_version,
+        "kind": "AdmissionReview",
+        "response": response,
+    });
+    let mut text = serde_json::to_vec_pretty(&out).unwrap_or_default();
+    text.push(b'\n');
+    Ok(text)
+}
+
+fn read_request(
+    path: Option<&PathBuf>,
+    mut stdin: impl Read,
+) -> Result<(String, Vec<u8>), ReviewError> {
+    match path {
+        Some(p) => {
+            let name = p.display().to_string();
+            std::fs::read(p)
+                .map(|b| (name.clone(), b))
+                .map_err(|e| ReviewError::Request {
+                    source_name: name,
+                    message: e.to_string(),
+                })
+        }
+        None => {
+            let mut buf = Vec::new();
+            stdin
+                .read_to_end(&mut buf)
+                .map_err(|e| ReviewError::Request {
+                    source_name: "stdin".into(),
+                    message: e.to_string(),
+                })?;
+            Ok(("stdin".into(), buf))
+        }
+    }
+}
+
+/// Accepts JSON or YAML AdmissionReviews.
+fn decode(source_name: &str, bytes: &[u8]) -> Result<AdmissionReview, ReviewError> {
+    let err = |message: String| ReviewError::Request {
+        source_name: source_name.into(),
+        message,
+    };
+    let trimmed = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .map(|i| bytes[i]);
+    let json = if matches!(trimmed, Some(b'{')) || trimmed.is_none() {
+        bytes.to_vec()
+    } else {
+        let value: serde_json::Value =
+            serde_yaml::from_slice(bytes).map_err(|e| err(format!("not valid YAML/JSON: {e}")))?;
+        serde_json::to_vec(&value).map_err(|e| err(e.to_string()))?
+    };
+    admission::decode_review(&json).map_err(|e| err(e.to_string()))
+}

@@ -1,0 +1,344 @@
+//! The HTTPS admission server and the plain-HTTP metrics/probe listeners.
+//!
+//! [`app`] builds the Router (tests call it without sockets); [`start`] binds everything and returns a
+//! [`Server`] whose [`Server::shutdown`] drains in-flight reviews within the grace period.
+
+pub mod admission;
+pub mod health;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use bytes::Bytes;
+use tokio::task::JoinHandle;
+
+use kruise_webhooks::admission::AdmissionRequest;
+use kruise_webhooks::registry::{self, CONVERT_PATH};
+
+use crate::audit::AuditLog;
+use crate::cache::Cluster;
+use crate::certs::CertManager;
+use crate::config::ServeConfig;
+use crate::metrics::{self, Metrics};
+use health::Readiness;
+use tls::CertStore;
+
+/// A hook run before every decision (tests use it to inject a panic).
+pub type BeforeDecide = Arc<dyn Fn(&AdmissionRequest) + Send + Sync>;
+
+/// Everything a request handler reads; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// Validated configuration.
+    pub config: Arc<ServeConfig>,
+    /// Cluster state.
+    pub cluster: Cluster,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// The serving certificate.
+    pub certs: Arc<CertStore>,
+    /// Shutdown flag for /readyz.
+    pub readiness: Arc<Readiness>,
+    /// Deletion-protection audit log.
+    pub audit: Arc<AuditLog>,
+    /// Test hook.
+    pub before_decide: Option<BeforeDecide>,
+}
+
+impl AppState {
+    /// State over a cluster view with fresh metrics, no audit log and an empty certificate store.
+    pub fn new(config: ServeConfig, cluster: Cluster) -> Self {
+        Self {
+            config: Arc::new(config),
+            cluster,
+            metrics: Metrics::new(),
+            certs: Arc::new(CertStore::default()),
+            readiness: Arc::new(Readiness::default()),
+            audit: Arc::new(AuditLog::default()),
+            before_decide: None,
+        }
+    }
+}
+
+/// The admission Router: every served webhook path (both spellings), `/convert`, `/healthz`, `/readyz`.
+pub fn app(state: AppState) -> Router {
+    let mut router = Router::new();
+    for (path, spec) in registry::routes(&state.config.gates) {
+        router = router.route(
+            path,
+            any(move |State(state): State<AppState>, request: Request| {
+                admission::admit(state, spec, path, request)
+            }),
+        );
+    }
+    router
+        .route(CONVERT_PATH, any(convert))
+        .route("/healthz", get(health::live))
+        .route("/readyz", get(health::ready))
+        .fallback(not_found)
+        // A panic outside a webhook (the webhook itself is guarded per request) still answers 500.
+        .layer(tower_http::catch_panic::CatchPanicLayer::new())
+        .with_state(state)
+}
+
+/// The plain-HTTP Router: `/metrics`, `/healthz`, `/readyz`.
+pub fn plain_app(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(serve_metrics))
+        .route("/healthz", get(health::live))
+        .route("/readyz", get(health::ready))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+async fn not_found() -> impl IntoResponse {
+    (StatusCode::NOT_FOUND, "404 page not found\n")
+}
+
+async fn serve_metrics(State(state): State<AppState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        state.metrics.encode(),
+    )
+        .into_response()
+}
+
+async fn convert(State(state): State<AppState>, body: Bytes) -> Response {
+    let started = std::time::Instant::now();
+    let (status, out) = match serde_json::from_slice::<serde_json::Value>(&body) {
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"error": format!("couldn't decode ConversionReview: {e}")}),
+        ),
+        Ok(review) => match kruise_webhooks::conversion::review(&review) {
+            Ok(answer) => (StatusCode::OK, answer),
+            Err(e) => (
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({"error": e.to_string()}),
+            ),
+        },
+    };
+    let code = status.as_u16().to_string();
+    state
+        .metrics
+        .requests
+        .get_or_create(&metrics::WebhookCodeLabels {
+            webhook: CONVERT_PATH.into(),
+            code,
+        })
+        .inc();
+    state
+        .metrics
+        .latency
+        .get_or_create(&metrics::WebhookLabels {
+            webhook: CONVERT_PATH.into(),
+        })
+        .observe(started.elapsed().as_secs_f64());
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        out.to_string(),
+    )
+        .into_response()
+}
+
+/// A running server.
+pub struct Server {
+    state: AppState,
+    tls_addr: SocketAddr,
+    metrics_addr: SocketAddr,
+    probe_addr: SocketAddr,
+    handle: axum_server::Handle<SocketAddr>,
+    plain_shutdown: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<JoinHandle<anyhow::Result<()>>>,
+    certs: CertManager,
+}
+
+async fn bind_plain(
+    addr: SocketAddr,
+    router: Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<(SocketAddr, JoinHandle<anyhow::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    let local = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await
+            .context("plain HTTP listener")
+    });
+    Ok((local, task))
+}
+
+/// Binds the listeners, loads cluster state and certificates, and starts serving.
+///
+/// # Errors
+/// Unreadable `--objects`, an audit log that cannot be opened, a port in use, no cluster reachable, or no
+/// certificate within `--webhook-initialize-timeout`.
+pub async fn start(config: ServeConfig) -> anyhow::Result<Server> {
+    start_with(config, None).await
+}
+
+/// [`start`] with a hook run before every decision.
+///
+/// # Errors
+/// As [`start`].
+pub async fn start_with(
+    config: ServeConfig,
+    before_decide: Option<BeforeDecide>,
+) -> anyhow::Result<Server> {
+    let (cluster, client) = if config.standalone() {
+        let fixture = crate::cache::load_objects(&config.objects)?;
+        tracing::info!(
+            objects = fixture.objects().len(),
+            "standalone: serving on objects from files"
+        );
+        (Cluster::Fixture(Arc::new(fixture)), None)
+    } else {
+        let client = kube::Client::try_default()
+            .await
+            .context("connecting to the cluster (kubeconfig or in-cluster)")?;
+        (
+            Cluster::Live(crate::cache::LiveCache::start(client.clone())),
+            Some(client),
+        )
+    };
+    let mut state = AppState::new(config.clone(), cluster);
+    state.before_decide = before_decide;
+    if let Some(dir) = &config.protection_log_dir {
+        state.audit = Arc::new(
+            AuditLog::open(dir)
+                .with_context(|| format!("opening {}/protection.log", dir.display()))?,
+        );
+    }
+    let certs = CertManager::start(&config, state.certs.clone(), client).await?;
+
+    let tls_listener = std::net::TcpListener::bind(config.tls_addr)
+        .with_context(|| format!("binding {}", config.tls_addr))?;
+    tls_listener.set_nonblocking(true)?;
+    let tls_addr = tls_listener.local_addr()?;
+    let rustls =
+        axum_server::tls_rustls::RustlsConfig::from_config(tls::server_config(state.certs.clone()));
+    let handle = axum_server::Handle::new();
+    let mut server = axum_server::from_tcp_rustls(tls_listener, rustls)?.handle(handle.clone());
+    // Slow or silent clients must not hold connections open forever.
+    server
+        .http_builder()
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(10));
+    server
+        .http_builder()
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new());
+    let router = app(state.clone());
+    let mut tasks = vec![tokio::spawn(async move {
+        server
+            .serve(router.into_make_service())
+            .await
+            .context("TLS listener")
+    })];
+
+    let (plain_shutdown, stop) = tokio::sync::watch::channel(false);
+    let (metrics_addr, task) =
+        bind_plain(config.metrics_addr, plain_app(state.clone()), stop.clone()).await?;
+    tasks.push(task);
+    let probe_addr = if config.probe_addr == config.metrics_addr && config.probe_addr.port() != 0 {
+        metrics_addr
+    } else {
+        let (addr, task) = bind_plain(config.probe_addr, plain_app(state.clone()), stop).await?;
+        tasks.push(task);
+        addr
+    };
+    tracing::info!(%tls_addr, %metrics_addr, %probe_addr, gates = %config.gates, "serving");
+    Ok(Server {
+        state,
+        tls_addr,
+        metrics_addr,
+        probe_addr,
+        handle,
+        plain_shutdown,
+        tasks,
+        certs,
+    })
+}
+
+impl Server {
+    /// The HTTPS address.
+    pub fn tls_addr(&self) -> SocketAddr {
+        self.tls_addr
+    }
+    /// The /metrics address.
+    pub fn metrics_addr(&self) -> SocketAddr {
+        self.metrics_addr
+    }
+    /// The probe address.
+    pub fn probe_addr(&self) -> SocketAddr {
+        self.probe_addr
+    }
+    /// Shared state (tests read metrics and certificates through it).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+    /// The certificate manager.
+    pub fn certs(&self) -> &CertManager {
+        &self.certs
+    }
+
+    /// Readiness goes false, in-flight requests finish within the grace period, listeners close.
+    ///
+    /// # Errors
+    /// A listener that failed while serving.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.state.readiness.begin_shutdown();
+        tracing::info!(
+            grace_s = self.state.config.shutdown_grace.as_secs(),
+            "shutting down: draining in-flight requests"
+        );
+        self.handle
+            .graceful_shutdown(Some(self.state.config.shutdown_grace));
+        let _ = self.plain_shutdown.send(true);
+        self.certs.stop();
+        let mut result = Ok(());
+        for task in self.tasks {
+            match tokio::time::timeout(
+                self.state.config.shutdown_grace + Duration::from_secs(1),
+                task,
+            )
+            .await
+            {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(e))) => result = Err(e),
+                Ok(Err(join)) => result = Err(anyhow::anyhow!("listener task: {join}")),
+                Err(_) => tracing::warn!("a listener did not stop within the grace period"),
+            }
+        }
+        tracing::info!("stopped");
+        result
+    }
+}
+
+/// Serves until `signal` completes, then shuts down gracefully.
+///
+/// # Errors
+/// As [`start`] and [`Server::shutdown`].
+pub async fn serve(
+    config: ServeConfig,
+    signal: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let server = start(config).await?;
+    signal.await;
+    server.shutdown().await
+}

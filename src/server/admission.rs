@@ -1,0 +1,238 @@
+//! One admission: check the content type, read the body (bounded in size and time), decode the
+//! AdmissionReview, fetch what the caches cannot answer, call the pure webhook (a panic becomes a 500 answer
+//! for this request only), carry out side effects, count, log one line, encode the answer in the request's
+//! AdmissionReview version.
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::FutureExt;
+use http_body_util::{BodyExt, Limited};
+
+use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, ReviewError};
+use kruise_webhooks::deletion_protection::{self, Facts};
+use kruise_webhooks::registry::WebhookSpec;
+use kruise_webhooks::verdict::SideEffect;
+use kruise_webhooks::{FeatureGates, Verdict, WebhookError};
+
+use crate::cache::Cluster;
+use crate::metrics::{WebhookCodeLabels, WebhookLabels};
+use crate::server::AppState;
+
+/// The largest AdmissionReview accepted (the apiserver's own limit on objects is 3 MiB of etcd value).
+pub const MAX_REVIEW_BYTES: usize = 3 * 1024 * 1024;
+
+/// Runs one webhook on a request: the I/O it needs first, then the pure decision.
+///
+/// # Errors
+/// The webhook's [`WebhookError`] when it cannot decide.
+pub async fn decide(
+    cluster: &Cluster,
+    gates: &FeatureGates,
+    spec: &WebhookSpec,
+    req: &AdmissionRequest,
+) -> Result<Verdict, WebhookError> {
+    let mut facts = Facts::default();
+    if let Some(query) = deletion_protection::custom_resource_query(spec.handler, req, gates)? {
+        facts.custom_resources = Some(cluster.count_custom_resources(&query).await);
+    }
+    deletion_protection::validate(spec.handler, req, cluster, gates, &facts)
+}
+
+/// A refusal before any webhook ran: HTTP status and message.
+struct Early {
+    status: StatusCode,
+    message: String,
+}
+
+impl Early {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+fn check_content_type(headers: &HeaderMap) -> Result<(), Early> {
+    let value = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    // controller-runtime wants exactly application/json; we also accept parameters (`; charset=utf-8`).
+    let media = value.split(';').next().unwrap_or("").trim();
+    if media.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(Early::new(
+            StatusCode::BAD_REQUEST,
+            format!("contentType={value}, expected application/json"),
+        ))
+    }
+}
+
+fn too_large() -> Early {
+    Early::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("request entity is too large; limit is {MAX_REVIEW_BYTES} bytes"),
+    )
+}
+
+async fn read_body(headers: &HeaderMap, body: Body, timeout: Duration) -> Result<Bytes, Early> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_REVIEW_BYTES as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(timeout, Limited::new(body, MAX_REVIEW_BYTES).collect()).await {
+        Err(_) => Err(Early::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("request body not received within {}s", timeout.as_secs()),
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(e)) => Err(Early::new(
+            StatusCode::BAD_REQUEST,
+            format!("reading request body: {e}"),
+        )),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
+/// Serves one admission request for `spec` on `path` (the path is the metrics label, as controller-runtime).
+pub async fn admit(
+    state: AppState,
+    spec: &'static WebhookSpec,
+    path: &'static str,
+    request: Request,
+) -> Response {
+    let started = Instant::now();
+    let labels = WebhookLabels {
+        webhook: path.to_owned(),
+    };
+    let in_flight = state.metrics.in_flight.get_or_create(&labels).clone();
+    in_flight.inc();
+    let (parts, body) = request.into_parts();
+    let (status, response_body, code) = match admit_body(
+        &state,
+        spec,
+        &parts.headers,
+        body,
+        started,
+    )
+    .await
+    {
+        Ok((bytes, code)) => (StatusCode::OK, bytes, code),
+        Err(early) => {
+            tracing::info!(webhook = spec.name, path, code = early.status.as_u16(), reason = %early.message, "admission request refused before decoding");
+            let body = admission::encode_review(
+                None,
+                &AdmissionResponse::errored("", early.status.as_u16(), early.message),
+            );
+            (early.status, body, early.status.as_u16())
+        }
+    };
+    in_flight.dec();
+    state
+        .metrics
+        .requests
+        .get_or_create(&WebhookCodeLabels {
+            webhook: path.to_owned(),
+            code: code.to_string(),
+        })
+        .inc();
+    state
+        .metrics
+        .latency
+        .get_or_create(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    json(status, response_body)
+}
+
+async fn admit_body(
+    state: &AppState,
+    spec: &'static WebhookSpec,
+    headers: &HeaderMap,
+    body: Body,
+    started: Instant,
+) -> Result<(Vec<u8>, u16), Early> {
+    check_content_type(headers)?;
+    let bytes = read_body(headers, body, state.config.body_timeout).await?;
+    let review = admission::decode_review(&bytes).map_err(|e| match e {
+        ReviewError::Empty => Early::new(StatusCode::BAD_REQUEST, e.to_string()),
+        _ => Early::new(StatusCode::BAD_REQUEST, e.to_string()),
+    })?;
+    let req = &review.request;
+    tracing::debug!(uid = %req.uid, object = ?req.object, old_object = ?req.old_object, "admission request");
+    let outcome = AssertUnwindSafe(async {
+        if let Some(hook) = &state.before_decide {
+            hook(req);
+        }
+        decide(&state.cluster, &state.config.gates, spec, req).await
+    })
+    .catch_unwind()
+    .await;
+    let response = match outcome {
+        Ok(Ok(verdict)) => {
+            apply_side_effects(state, &verdict);
+            AdmissionResponse::from_verdict(&req.uid, &verdict)
+        }
+        Ok(Err(err)) => {
+            tracing::warn!(uid = %req.uid, webhook = spec.name, error = %err, "webhook could not decide");
+            AdmissionResponse::from_error(&req.uid, &err)
+        }
+        Err(payload) => {
+            state.metrics.panics.inc();
+            let message = panic_message(payload.as_ref());
+            tracing::error!(uid = %req.uid, webhook = spec.name, panic = %message, "webhook panicked; answered 500");
+            AdmissionResponse::errored(&req.uid, 500, format!("panic: {message} [recovered]"))
+        }
+    };
+    let code = response.status.as_ref().map_or(200, |s| s.code);
+    tracing::info!(
+        uid = %req.uid,
+        kind = %req.kind.kind,
+        namespace = req.namespace(),
+        name = %req.name,
+        operation = req.operation.as_str(),
+        webhook = spec.name,
+        allowed = response.allowed,
+        code,
+        patch = response.patch.is_some(),
+        latency_us = started.elapsed().as_micros() as u64,
+        "admission"
+    );
+    Ok((
+        admission::encode_review(Some(review.api_version), &response),
+        code,
+    ))
+}
+
+fn apply_side_effects(state: &AppState, verdict: &Verdict) {
+    for effect in &verdict.side_effects {
+        match effect {
+            SideEffect::DeletionProtected(record) => {
+                state.metrics.record_protection(record);
+                state.audit.write(&record.audit_line());
+            }
+        }
+    }
+}
