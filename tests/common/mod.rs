@@ -7,9 +7,9 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
+use kruise_webhook::AppState;
 use kruise_webhook::cache::Cluster;
 use kruise_webhook::config::ServeConfig;
-use kruise_webhook::AppState;
 use kruise_webhooks::fixture::FixtureCluster;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -27,18 +27,69 @@ pub fn state(cluster: FixtureCluster, gates: &str) -> AppState {
 }
 
 /// POSTs `body` to `path` of the Router; returns HTTP status and parsed JSON body (Null when not JSON).
-pub async fn post(state: &AppState, path: &str, body: impl Into<Body>, content_type: Option<&str>) -> (StatusCode, Value) {
+pub async fn post(
+    state: &AppState,
+    path: &str,
+    body: impl Into<Body>,
+    content_type: Option<&str>,
+) -> (StatusCode, Value) {
     let mut req = Request::post(path);
     if let Some(ct) = content_type {
         req = req.header("content-type", ct);
     }
-    let response = kruise_webhook::app(state.clone()).oneshot(req.body(body.into()).unwrap()).await.unwrap();
+    let response = kruise_webhook::app(state.clone())
+        .oneshot(req.body(body.into()).unwrap())
+        .await
+        .unwrap();
     let status = response.status();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 /// Reads a fixture file.
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A TLS client that trusts only the PEM CA bundle given (HTTP/1.1 and h2 offered via ALPN).
+pub fn tls_client(ca_pem: &str, reuse_connections: bool) -> reqwest::Client {
+    kruise_webhook::install_crypto_provider();
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let mut builder = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .timeout(std::time::Duration::from_secs(10));
+    if !reuse_connections {
+        builder = builder.pool_max_idle_per_host(0);
+    }
+    builder.build().unwrap()
+}
+
+/// Starts the standalone server on loopback over the example cluster, certificates in a temp dir.
+pub async fn start_standalone(
+    configure: impl FnOnce(&mut ServeConfig),
+) -> (kruise_webhook::Server, tempfile::TempDir) {
+    kruise_webhook::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ServeConfig::for_loopback(
+        vec![root().join("examples/cluster.yaml")],
+        dir.path().to_owned(),
+    );
+    configure(&mut config);
+    let server = kruise_webhook::start(config).await.unwrap();
+    (server, dir)
 }

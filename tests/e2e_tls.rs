@@ -1,0 +1,332 @@
+//! The real server on 127.0.0.1 over TLS, called as the kube-apiserver calls it, with a client that trusts
+//! only the CA the server generated (standalone) or was given (external).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use kruise_webhook::config::CertSource;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn example(name: &str) -> String {
+    common::read(&common::root().join("examples/requests").join(name))
+}
+
+fn https(server: &kruise_webhook::Server, path: &str) -> String {
+    format!("https://localhost:{}{path}", server.tls_addr().port())
+}
+
+async fn post(client: &reqwest::Client, url: &str, body: String) -> reqwest::Result<(u16, Value)> {
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await?;
+    let status = response.status().as_u16();
+    Ok((status, response.json().await.unwrap_or(Value::Null)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_verdicts_readiness_and_metrics_over_tls() {
+    let (server, dir) = common::start_standalone(|_| {}).await;
+    let ca = common::read(&dir.path().join("ca.crt"));
+    let client = common::tls_client(&ca, true);
+
+    let (status, body) = post(
+        &client,
+        &https(&server, "/validate-namespace"),
+        example("delete-namespace.json"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(body["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(
+        body["response"],
+        json!({"uid": "6b1c3c4e-0f5e-4b8a-9d1a-000000000001", "allowed": false, "status": {"code": 403,
+               "message": "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and active pods 2>0"}})
+    );
+    let (status, body) = post(
+        &client,
+        &https(&server, "/validate-apps-deployment"),
+        example("delete-deployment.json"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (status, body["response"]["allowed"].clone()),
+        (200, json!(false))
+    );
+
+    // The apiserver negotiates h2 when offered.
+    let response = client.get(https(&server, "/readyz")).send().await.unwrap();
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(response.text().await.unwrap(), "ok");
+
+    let plain = reqwest::Client::new();
+    let ready = plain
+        .get(format!("http://{}/readyz", server.probe_addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    let metrics = plain
+        .get(format!("http://{}/metrics", server.metrics_addr()))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        metrics.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = metrics.text().await.unwrap();
+    for line in [
+        r#"controller_runtime_webhook_requests_total{webhook="/validate-namespace",code="403"} 1"#,
+        r#"controller_runtime_webhook_requests_total{webhook="/validate-apps-deployment",code="403"} 1"#,
+        r#"namespace_deletion_protection{name="shop",username="alice"} 1"#,
+        r#"workload_deletion_protection{kind_namespace_name="Deployment_shop_checkout",username="alice"} 1"#,
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+
+    // A client that does not trust the generated CA cannot talk to it: verification is real.
+    let stranger = common::tls_client(
+        &common::read(&common::root().join("tests/data/unrelated-ca.pem")),
+        true,
+    );
+    assert!(
+        stranger
+            .get(https(&server, "/healthz"))
+            .send()
+            .await
+            .is_err()
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_over_tls_gets_4xx_and_the_server_keeps_serving() {
+    let (server, dir) = common::start_standalone(|c| c.body_timeout = Duration::from_secs(1)).await;
+    let client = common::tls_client(&common::read(&dir.path().join("ca.crt")), true);
+    let url = https(&server, "/validate-namespace");
+
+    let (status, body) = post(&client, &url, " ".repeat(10 * 1024 * 1024))
+        .await
+        .unwrap();
+    assert_eq!(status, 413, "{body}");
+    let (status, _) = post(&client, &url, "{not json".into()).await.unwrap();
+    assert_eq!(status, 400);
+
+    // A client that announces a body and never finishes it is cut off by the body timeout.
+    let ca = common::read(&dir.path().join("ca.crt"));
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(ca.as_bytes()).unwrap())
+        .unwrap();
+    let tls = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(tls));
+    let tcp = tokio::net::TcpStream::connect(server.tls_addr())
+        .await
+        .unwrap();
+    let mut stream = connector
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    stream
+        .write_all(b"POST /validate-namespace HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"apiVer")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut buf).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buf[..n]);
+            if answer.windows(4).any(|w| w == b"\r\n\r\n") && answer.ends_with(b"}}") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        read.is_ok(),
+        "the server must answer a stalled body within its timeout"
+    );
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("request body not received within 1s"),
+        "{answer}"
+    );
+
+    let (status, body) = post(&client, &url, example("delete-namespace.json"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body["response"]["allowed"].clone()),
+        (200, json!(false))
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_turns_readiness_off_and_drains_in_flight_requests() {
+    kruise_webhook::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = kruise_webhook::config::ServeConfig::for_loopback(
+        vec![common::root().join("examples/cluster.yaml")],
+        dir.path().to_owned(),
+    );
+    config.shutdown_grace = Duration::from_secs(5);
+    let hook: kruise_webhook::server::BeforeDecide = Arc::new(|req| {
+        if req.uid.ends_with("0001") {
+            std::thread::sleep(Duration::from_millis(700));
+        }
+    });
+    let server = kruise_webhook::server::start_with(config, Some(hook))
+        .await
+        .unwrap();
+    let client = common::tls_client(&common::read(&dir.path().join("ca.crt")), true);
+    let url = https(&server, "/validate-namespace");
+    let in_flight = tokio::spawn({
+        let client = client.clone();
+        async move { post(&client, &url, example("delete-namespace.json")).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let state = server.state().clone();
+    let shutdown = tokio::spawn(server.shutdown());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The listeners stop accepting; the /readyz a probe would see now reports the shutdown.
+    use tower::ServiceExt;
+    let readyz = kruise_webhook::server::plain_app(state)
+        .oneshot(
+            axum::http::Request::get("/readyz")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(readyz.status(), 500);
+    let text = http_body_util::BodyExt::collect(readyz.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    assert!(String::from_utf8_lossy(&text).contains("[-]not-shutting-down failed"));
+    let (status, body) = in_flight
+        .await
+        .unwrap()
+        .expect("in-flight request completes");
+    assert_eq!(
+        (status, body["response"]["allowed"].clone()),
+        (200, json!(false))
+    );
+    shutdown.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotating_the_serving_certificate_under_load_fails_no_request() {
+    kruise_webhook::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let policy =
+        kruise_certs::Policy::new("kruise-webhook-service.kruise-system.svc", ["localhost"]);
+    let now = time::OffsetDateTime::now_utc();
+    let mut bundle =
+        kruise_certs::execute(&kruise_certs::CertPlan::Fresh, None, now, &policy).unwrap();
+    let write = |b: &kruise_certs::CertBundle| {
+        for (name, content) in [
+            ("ca.crt", &b.ca_bundle_pem),
+            ("tls.key", &b.key_pem),
+            ("tls.crt", &b.cert_pem),
+        ] {
+            let tmp = dir.path().join(format!(".{name}"));
+            std::fs::write(&tmp, content).unwrap();
+            std::fs::rename(&tmp, dir.path().join(name)).unwrap();
+        }
+    };
+    write(&bundle);
+    let mut config = kruise_webhook::config::ServeConfig::for_loopback(
+        vec![common::root().join("examples/cluster.yaml")],
+        dir.path().to_owned(),
+    );
+    config.cert_source = CertSource::External;
+    config.cert_sync_interval = Duration::from_secs(1);
+    let server = kruise_webhook::start(config).await.unwrap();
+    let store = server.state().certs.clone();
+    let start_generation = store.generation();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let mut workers = Vec::new();
+    for i in 0..4 {
+        // Half the workers open a new connection (a new handshake) for every request.
+        let client = common::tls_client(&bundle.ca_bundle_pem, i % 2 == 0);
+        let (stop, ok, failed, url) = (
+            stop.clone(),
+            ok.clone(),
+            failed.clone(),
+            https(&server, "/validate-namespace"),
+        );
+        workers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                match post(&client, &url, example("delete-namespace.json")).await {
+                    Ok((200, body)) if body["response"]["allowed"] == json!(false) => {
+                        ok.fetch_add(1, Ordering::Relaxed)
+                    }
+                    other => {
+                        eprintln!("failed request: {other:?}");
+                        failed.fetch_add(1, Ordering::Relaxed)
+                    }
+                };
+            }
+        }));
+    }
+    for round in 1..=3u64 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let plan = kruise_certs::CertPlan::ReissueServing {
+            reason: format!("test rotation {round}"),
+        };
+        bundle = kruise_certs::execute(
+            &plan,
+            Some(&bundle),
+            time::OffsetDateTime::now_utc(),
+            &policy,
+        )
+        .unwrap();
+        write(&bundle);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while store.generation() < start_generation + round {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "rotation {round} was not picked up"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await.unwrap();
+    }
+    let (ok, failed) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    assert_eq!(
+        failed,
+        0,
+        "{failed} of {} requests failed during rotation",
+        ok + failed
+    );
+    assert!(ok > 20, "only {ok} requests ran during rotation");
+    assert_eq!(store.generation(), start_generation + 3);
+    server.shutdown().await.unwrap();
+}

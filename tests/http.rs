@@ -1,0 +1,296 @@
+//! The Router through `oneshot` (no sockets): bad input gets a clear 4xx and the next request is still
+//! served; panics become a 500 answer for that request only; versions and uids are echoed; metrics count.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use kruise_webhooks::fixture::FixtureCluster;
+use serde_json::{Value, json};
+
+fn review(api_version: &str, uid: &str, label: &str) -> String {
+    json!({
+        "apiVersion": api_version, "kind": "AdmissionReview",
+        "request": {"uid": uid, "kind": {"group": "", "version": "v1", "kind": "Service"},
+                    "resource": {"group": "", "version": "v1", "resource": "services"},
+                    "name": "svc1", "namespace": "default", "operation": "DELETE", "userInfo": {"username": "bob"},
+                    "oldObject": {"apiVersion": "v1", "kind": "Service",
+                                  "metadata": {"name": "svc1", "namespace": "default",
+                                               "labels": {"policy.kruise.io/delete-protection": label}}}}
+    })
+    .to_string()
+}
+
+async fn still_serves(state: &kruise_webhook::AppState) {
+    let (status, body) = common::post(
+        state,
+        "/validate-service",
+        review("admission.k8s.io/v1", "next", "Always"),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["response"]["uid"], "next");
+    assert_eq!(body["response"]["allowed"], false);
+}
+
+async fn expect_refusal(
+    body: impl Into<axum::body::Body>,
+    content_type: Option<&str>,
+    status: StatusCode,
+    message: &str,
+) {
+    let state = common::state(FixtureCluster::default(), "");
+    let (got, answer) = common::post(&state, "/validate-service", body, content_type).await;
+    assert_eq!(got, status, "{answer}");
+    assert_eq!(answer["response"]["allowed"], false);
+    assert_eq!(answer["response"]["status"]["code"], status.as_u16());
+    let text = answer["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        text.contains(message),
+        "{text:?} should contain {message:?}"
+    );
+    assert!(
+        answer.get("apiVersion").is_none(),
+        "early errors carry no apiVersion (controller-runtime's shape)"
+    );
+    still_serves(&state).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn non_json_body_is_a_400() {
+    expect_refusal(
+        "this is not json",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "couldn't decode AdmissionReview",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn empty_body_is_a_400() {
+    expect_refusal(
+        "",
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "request body is empty",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn wrong_api_version_or_kind_is_a_400() {
+    let body =
+        json!({"apiVersion": "v1", "kind": "Pod", "request": {"uid": "x", "operation": "DELETE"}})
+            .to_string();
+    expect_refusal(
+        body,
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "unsupported apiVersion/kind",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn missing_request_is_a_400() {
+    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).to_string();
+    expect_refusal(
+        body,
+        Some("application/json"),
+        StatusCode::BAD_REQUEST,
+        "AdmissionReview has no request",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn wrong_content_type_is_a_400_with_controller_runtime_message() {
+    expect_refusal(
+        review("admission.k8s.io/v1", "u", "Always"),
+        Some("text/plain"),
+        StatusCode::BAD_REQUEST,
+        "contentType=text/plain, expected application/json",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn ten_mib_body_is_a_413() {
+    let body = vec![b' '; 10 * 1024 * 1024];
+    expect_refusal(
+        body,
+        Some("application/json"),
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "request entity is too large; limit is 3145728 bytes",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn delete_without_old_object_is_allowed() {
+    let state = common::state(FixtureCluster::default(), "");
+    let mut r: Value =
+        serde_json::from_str(&review("admission.k8s.io/v1", "u0", "Always")).unwrap();
+    r["request"].as_object_mut().unwrap().remove("oldObject");
+    let (status, body) = common::post(
+        &state,
+        "/validate-service",
+        r.to_string(),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["response"],
+        json!({"uid": "u0", "allowed": true, "status": {"code": 200}})
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn v1beta1_review_is_answered_in_v1beta1_with_the_uid() {
+    let state = common::state(FixtureCluster::default(), "");
+    let (status, body) = common::post(
+        &state,
+        "/validate-service",
+        review("admission.k8s.io/v1beta1", "u1", "Always"),
+        Some("application/json; charset=utf-8"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["apiVersion"], "admission.k8s.io/v1beta1");
+    assert_eq!(body["kind"], "AdmissionReview");
+    assert_eq!(body["response"]["uid"], "u1");
+    assert_eq!(
+        body["response"]["status"],
+        json!({"code": 403, "message": "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Always"})
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_panic_is_a_500_for_that_request_only() {
+    let mut state = common::state(FixtureCluster::default(), "");
+    state.before_decide = Some(Arc::new(|req| {
+        if req.uid == "boom" {
+            panic!("injected failure");
+        }
+    }));
+    let (status, body) = common::post(
+        &state,
+        "/validate-service",
+        review("admission.k8s.io/v1", "boom", "Always"),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["response"],
+        json!({"uid": "boom", "allowed": false, "status": {"code": 500, "message": "panic: injected failure [recovered]"}})
+    );
+    still_serves(&state).await;
+    assert!(
+        state
+            .metrics
+            .encode()
+            .contains("controller_runtime_webhook_panics_total 1")
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn unknown_paths_are_404_and_gated_paths_are_not_served() {
+    let state = common::state(
+        FixtureCluster::default(),
+        "ResourcesDeletionProtection=false",
+    );
+    let (status, _) =
+        common::post(&state, "/validate-nothing", "{}", Some("application/json")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = common::post(
+        &state,
+        "/validate-service",
+        review("admission.k8s.io/v1", "u", "Always"),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "vservice is only registered with ResourcesDeletionProtection (spec §4)"
+    );
+    let (status, body) = common::post(
+        &state,
+        "/validate-apps-kruise-io-v1alpha1-cloneset",
+        "{}",
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "the old spelling is served (DECISIONS 3): {body}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn metrics_count_requests_by_path_and_code() {
+    let state = common::state(FixtureCluster::default(), "");
+    for label in ["Always", "Cascading", "Always"] {
+        common::post(
+            &state,
+            "/validate-service",
+            review("admission.k8s.io/v1", "m", label),
+            Some("application/json"),
+        )
+        .await;
+    }
+    common::post(
+        &state,
+        "/validate-service",
+        "nope",
+        Some("application/json"),
+    )
+    .await;
+    let text = state.metrics.encode();
+    for line in [
+        r#"controller_runtime_webhook_requests_total{webhook="/validate-service",code="403"} 2"#,
+        r#"controller_runtime_webhook_requests_total{webhook="/validate-service",code="200"} 1"#,
+        r#"controller_runtime_webhook_requests_total{webhook="/validate-service",code="400"} 1"#,
+        r#"controller_runtime_webhook_latency_seconds_count{webhook="/validate-service"} 4"#,
+        r#"controller_runtime_webhook_requests_in_flight{webhook="/validate-service"} 0"#,
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn convert_answers_a_conversion_review() {
+    let state = common::state(FixtureCluster::default(), "");
+    let review = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+        "request": {"uid": "c1", "desiredAPIVersion": "apps.kruise.io/v1beta1", "objects": [{
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+            "metadata": {"name": "s", "labels": {"apps.kruise.io/sidecarset-custom-version": "v2"}},
+            "spec": {"namespace": "shop", "selector": {}, "containers": []}}]}
+    });
+    let (status, body) = common::post(
+        &state,
+        "/convert",
+        review.to_string(),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["response"]["uid"], "c1");
+    assert_eq!(body["response"]["result"]["status"], "Success");
+    let converted = &body["response"]["convertedObjects"][0];
+    assert_eq!(converted["apiVersion"], "apps.kruise.io/v1beta1");
+    assert_eq!(converted["spec"]["customVersion"], "v2");
+    assert_eq!(
+        converted["spec"]["namespaceSelector"],
+        json!({"matchLabels": {"kubernetes.io/metadata.name": "shop"}})
+    );
+    let (status, _) = common::post(&state, "/convert", "garbage", Some("application/json")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
