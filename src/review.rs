@@ -42,7 +42,7 @@ fn namespace_labels(
 ) -> Option<std::collections::BTreeMap<String, String>> {
     if req.resource.group.is_empty() && req.resource.resource == "namespaces" {
         let obj = req.old_object().or(req.object())?;
-        let mut labels = registry::labels_of(obj);
+        let mut labels = admission::labels_of(obj);
         labels.insert("kubernetes.io/metadata.name".into(), req.name.clone());
         return Some(labels);
     }
@@ -77,7 +77,8 @@ pub async fn review(
 ) -> AdmissionResponse {
     let specs = webhooks_for(&cluster, gates, &review.request);
     let view = Cluster::Fixture(cluster);
-    let original = review.request.object.clone();
+    let original = review.request.object_value();
+    let mut current = original.clone();
     let mut req = review.request.clone();
     let mut warnings = Vec::new();
     let mut audit = std::collections::BTreeMap::new();
@@ -100,9 +101,13 @@ pub async fn review(
             return response;
         }
         if spec.mutating && !verdict.patch.is_empty() {
-            let Some(obj) = &req.object else { continue };
+            let Some(obj) = &current else { continue };
             match patch::apply(obj, &verdict.patch) {
-                Ok(next) => req.object = Some(next),
+                Ok(next) => {
+                    // The next webhook sees the mutated object, as the apiserver sends it.
+                    req.object = serde_json::value::to_raw_value(&next).ok();
+                    current = Some(next);
+                }
                 Err(e) => {
                     return AdmissionResponse::errored(
                         &req.uid,
@@ -117,7 +122,7 @@ pub async fn review(
         }
     }
     let mut combined = Verdict::allow();
-    if let (Some(before), Some(after)) = (&original, &req.object) {
+    if let (Some(before), Some(after)) = (&original, &current) {
         combined.patch = patch::diff(before, after);
     }
     combined.warnings = warnings;

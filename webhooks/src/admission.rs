@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::verdict::{Decision, Verdict};
 use crate::WebhookError;
+use crate::verdict::{Decision, Verdict};
 
 /// `admission.k8s.io/v1`.
 pub const V1: &str = "admission.k8s.io/v1";
@@ -90,8 +91,9 @@ pub struct UserInfo {
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
-/// `request` of an AdmissionReview.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `request` of an AdmissionReview. `object`, `oldObject` and `options` stay raw JSON: each webhook decodes
+/// exactly the typed view it needs in one pass, and patches are computed against the bytes the apiserver sent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionRequest {
     /// Echoed in the response.
@@ -104,7 +106,11 @@ pub struct AdmissionRequest {
     #[serde(default, deserialize_with = "nullable")]
     pub resource: GroupVersionResource,
     /// Subresource (`eviction`, `status`, …), `""` for the main resource.
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub sub_resource: String,
     /// The kind the client sent, before conversion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,16 +134,16 @@ pub struct AdmissionRequest {
     pub user_info: UserInfo,
     /// The new object (CREATE, UPDATE, CONNECT); `null` is read as absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<Value>,
+    pub object: Option<Box<RawValue>>,
     /// The existing object (UPDATE, DELETE); `null` is read as absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_object: Option<Value>,
+    pub old_object: Option<Box<RawValue>>,
     /// Dry-run request: side effects must be suppressed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
     /// Operation options (CreateOptions, DeleteOptions, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub options: Option<Value>,
+    pub options: Option<Box<RawValue>>,
 }
 
 impl AdmissionRequest {
@@ -148,24 +154,58 @@ impl AdmissionRequest {
 
     /// True for dry-run requests (the flag on the request or `dryRun` in the options).
     pub fn is_dry_run(&self) -> bool {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Options {
+            #[serde(default)]
+            dry_run: Option<Vec<String>>,
+        }
         self.dry_run.unwrap_or(false)
             || self
                 .options
                 .as_ref()
-                .and_then(|o| o.get("dryRun"))
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty())
+                .and_then(|o| serde_json::from_str::<Options>(o.get()).ok())
+                .and_then(|o| o.dry_run)
+                .is_some_and(|d| !d.is_empty())
     }
 
     /// The old object when present and not an empty object (`{}` is sent by pre-1.16 apiservers).
-    pub fn old_object(&self) -> Option<&Value> {
-        self.old_object.as_ref().filter(|v| !is_empty_object(v))
+    pub fn old_object(&self) -> Option<&RawValue> {
+        self.old_object.as_deref().filter(|v| !is_empty_object(v))
     }
 
     /// The new object when present and not an empty object.
-    pub fn object(&self) -> Option<&Value> {
-        self.object.as_ref().filter(|v| !is_empty_object(v))
+    pub fn object(&self) -> Option<&RawValue> {
+        self.object.as_deref().filter(|v| !is_empty_object(v))
     }
+
+    /// The new object as a JSON tree (for patching); `None` when absent or empty.
+    pub fn object_value(&self) -> Option<Value> {
+        self.object()
+            .and_then(|o| serde_json::from_str(o.get()).ok())
+    }
+
+    /// `metadata.labels` of the new and old objects (absent objects and labels read as empty).
+    pub fn object_labels(&self) -> [Option<BTreeMap<String, String>>; 2] {
+        [self.object(), self.old_object()].map(|o| o.map(labels_of))
+    }
+}
+
+/// `metadata.labels` of a raw object (empty when absent or malformed).
+pub fn labels_of(obj: &RawValue) -> BTreeMap<String, String> {
+    #[derive(Deserialize, Default)]
+    struct Meta {
+        #[serde(default, deserialize_with = "nullable")]
+        labels: BTreeMap<String, String>,
+    }
+    #[derive(Deserialize)]
+    struct Obj {
+        #[serde(default, deserialize_with = "nullable")]
+        metadata: Meta,
+    }
+    serde_json::from_str::<Obj>(obj.get())
+        .map(|o| o.metadata.labels)
+        .unwrap_or_default()
 }
 
 /// `null` reads as the zero value, as Go's encoding/json does.
@@ -177,12 +217,16 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-fn is_empty_object(v: &Value) -> bool {
-    v.is_null() || v.as_object().is_some_and(|o| o.is_empty())
+fn is_empty_object(v: &RawValue) -> bool {
+    let text = v.get().trim();
+    text == "null"
+        || (text.starts_with('{')
+            && text.ends_with('}')
+            && text[1..text.len() - 1].trim().is_empty())
 }
 
 /// A decoded AdmissionReview request: its version (echoed in the answer) and the request.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct AdmissionReview {
     /// `admission.k8s.io/v1` or `admission.k8s.io/v1beta1`.
     pub api_version: &'static str,
@@ -200,7 +244,9 @@ pub enum ReviewError {
     #[error("couldn't decode AdmissionReview: {0}")]
     Malformed(String),
     /// apiVersion/kind are not an AdmissionReview this server speaks.
-    #[error("unsupported apiVersion/kind {api_version:?}/{kind:?}: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1 AdmissionReview")]
+    #[error(
+        "unsupported apiVersion/kind {api_version:?}/{kind:?}: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1 AdmissionReview"
+    )]
     WrongType {
         /// What the body said.
         api_version: String,
@@ -215,12 +261,12 @@ pub enum ReviewError {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireReview {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     api_version: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     kind: String,
     #[serde(default)]
-    request: Option<Value>,
+    request: Option<AdmissionRequest>,
 }
 
 /// Decodes an AdmissionReview body.
@@ -231,18 +277,23 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionReview, ReviewError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ReviewError::Empty);
     }
-    let wire: WireReview = serde_json::from_slice(body).map_err(|e| ReviewError::Malformed(e.to_string()))?;
+    let wire: WireReview =
+        serde_json::from_slice(body).map_err(|e| ReviewError::Malformed(e.to_string()))?;
     let api_version = match (wire.api_version.as_str(), wire.kind.as_str()) {
         (V1, "AdmissionReview") => V1,
         (V1BETA1, "AdmissionReview") => V1BETA1,
-        _ => return Err(ReviewError::WrongType { api_version: wire.api_version, kind: wire.kind }),
+        _ => {
+            return Err(ReviewError::WrongType {
+                api_version: wire.api_version,
+                kind: wire.kind,
+            });
+        }
     };
-    let request = match wire.request {
-        None | Some(Value::Null) => return Err(ReviewError::MissingRequest),
-        Some(v) => serde_json::from_value::<AdmissionRequest>(v)
-            .map_err(|e| ReviewError::Malformed(format!("request: {e}")))?,
-    };
-    Ok(AdmissionReview { api_version, request })
+    let request = wire.request.ok_or(ReviewError::MissingRequest)?;
+    Ok(AdmissionReview {
+        api_version,
+        request,
+    })
 }
 
 /// `response.status`.
@@ -287,7 +338,14 @@ impl AdmissionResponse {
     /// The answer for a verdict: allow = `{code: 200}`, deny = its code/reason/message, plus the patch.
     pub fn from_verdict(uid: &str, verdict: &Verdict) -> Self {
         let (allowed, status) = match &verdict.decision {
-            Decision::Allow => (true, Status { code: 200, reason: None, message: None }),
+            Decision::Allow => (
+                true,
+                Status {
+                    code: 200,
+                    reason: None,
+                    message: None,
+                },
+            ),
             Decision::Deny(d) => (
                 false,
                 Status {
@@ -298,7 +356,10 @@ impl AdmissionResponse {
             ),
         };
         let (patch, patch_type) = if allowed && !verdict.patch.is_empty() {
-            (Some(crate::patch::encode_base64(&verdict.patch)), Some("JSONPatch".to_owned()))
+            (
+                Some(crate::patch::encode_base64(&verdict.patch)),
+                Some("JSONPatch".to_owned()),
+            )
         } else {
             (None, None)
         };
@@ -318,7 +379,11 @@ impl AdmissionResponse {
         Self {
             uid: uid.to_owned(),
             allowed: false,
-            status: Some(Status { code, reason: None, message: Some(message.into()) }),
+            status: Some(Status {
+                code,
+                reason: None,
+                message: Some(message.into()),
+            }),
             patch: None,
             patch_type: None,
             warnings: Vec::new(),
@@ -333,7 +398,9 @@ impl AdmissionResponse {
 
     /// The patch bytes, decoded from base64 (tests and the `review` command).
     pub fn patch_bytes(&self) -> Option<Vec<u8>> {
-        self.patch.as_ref().and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
+        self.patch
+            .as_ref()
+            .and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
     }
 }
 
@@ -350,7 +417,11 @@ struct WireResponse<'a> {
 /// Encodes a response in the request's AdmissionReview version; `None` writes no apiVersion/kind (the shape
 /// controller-runtime uses for bodies it could not decode).
 pub fn encode_review(api_version: Option<&str>, response: &AdmissionResponse) -> Vec<u8> {
-    let wire = WireResponse { api_version, kind: api_version.map(|_| "AdmissionReview"), response };
+    let wire = WireResponse {
+        api_version,
+        kind: api_version.map(|_| "AdmissionReview"),
+        response,
+    };
     // Serialising owned strings, bools and maps cannot fail.
     serde_json::to_vec(&wire).unwrap_or_default()
 }
@@ -382,22 +453,37 @@ mod tests {
         assert_eq!(r.request.uid, "u1");
         assert_eq!(r.request.operation, Operation::Delete);
         assert!(r.request.object.is_none(), "null object reads as absent");
+        assert_eq!(r.request.object_labels()[1], Some(BTreeMap::new()));
         assert!(r.request.is_dry_run(), "dryRun in DeleteOptions counts");
     }
 
     #[test]
     fn rejects_bodies_that_are_not_reviews() {
-        assert_eq!(decode_review(b""), Err(ReviewError::Empty));
-        assert_eq!(decode_review(b"  \n"), Err(ReviewError::Empty));
-        assert!(matches!(decode_review(b"not json"), Err(ReviewError::Malformed(_))));
-        assert!(matches!(decode_review(b"[1,2]"), Err(ReviewError::Malformed(_))));
+        assert_eq!(decode_review(b"").unwrap_err(), ReviewError::Empty);
+        assert_eq!(decode_review(b"  \n").unwrap_err(), ReviewError::Empty);
+        assert!(matches!(
+            decode_review(b"not json"),
+            Err(ReviewError::Malformed(_))
+        ));
+        assert!(matches!(
+            decode_review(b"[1,2]"),
+            Err(ReviewError::Malformed(_))
+        ));
         assert!(matches!(
             decode_review(br#"{"apiVersion":"v1","kind":"Pod"}"#),
             Err(ReviewError::WrongType { .. })
         ));
         assert_eq!(
-            decode_review(br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#),
-            Err(ReviewError::MissingRequest)
+            decode_review(br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#)
+                .unwrap_err(),
+            ReviewError::MissingRequest
+        );
+        assert_eq!(
+            decode_review(
+                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":null}"#
+            )
+            .unwrap_err(),
+            ReviewError::MissingRequest
         );
         assert!(matches!(
             decode_review(br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","operation":"EXPLODE"}}"#),
@@ -408,7 +494,10 @@ mod tests {
     #[test]
     fn encodes_the_patch_as_a_base64_string_and_echoes_version_and_uid() {
         let mut v = Verdict::allow();
-        v.patch = serde_json::from_value(json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}])).unwrap();
+        v.patch = serde_json::from_value(
+            json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]),
+        )
+        .unwrap();
         let bytes = encode_review(Some(V1BETA1), &AdmissionResponse::from_verdict("u9", &v));
         let out: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(out["apiVersion"], V1BETA1);
@@ -417,7 +506,9 @@ mod tests {
         assert_eq!(out["response"]["allowed"], true);
         assert_eq!(out["response"]["status"], json!({"code": 200}));
         assert_eq!(out["response"]["patchType"], "JSONPatch");
-        let patch = base64::engine::general_purpose::STANDARD.decode(out["response"]["patch"].as_str().unwrap()).unwrap();
+        let patch = base64::engine::general_purpose::STANDARD
+            .decode(out["response"]["patch"].as_str().unwrap())
+            .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&patch).unwrap(),
             json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}])
@@ -427,13 +518,27 @@ mod tests {
     #[test]
     fn denial_has_code_and_message_and_no_patch() {
         let v = Verdict::deny(Denial::forbidden("no"));
-        let out: Value = serde_json::from_slice(&encode_review(Some(V1), &AdmissionResponse::from_verdict("u", &v))).unwrap();
-        assert_eq!(out["response"], json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}}));
+        let out: Value = serde_json::from_slice(&encode_review(
+            Some(V1),
+            &AdmissionResponse::from_verdict("u", &v),
+        ))
+        .unwrap();
+        assert_eq!(
+            out["response"],
+            json!({"uid": "u", "allowed": false, "status": {"code": 403, "message": "no"}})
+        );
     }
 
     #[test]
     fn early_errors_carry_no_api_version() {
-        let out: Value = serde_json::from_slice(&encode_review(None, &AdmissionResponse::errored("", 400, "bad"))).unwrap();
-        assert_eq!(out, json!({"response": {"uid": "", "allowed": false, "status": {"code": 400, "message": "bad"}}}));
+        let out: Value = serde_json::from_slice(&encode_review(
+            None,
+            &AdmissionResponse::errored("", 400, "bad"),
+        ))
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"response": {"uid": "", "allowed": false, "status": {"code": 400, "message": "bad"}}})
+        );
     }
 }

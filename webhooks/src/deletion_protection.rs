@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::{FeatureGates, RESOURCES_DELETION_PROTECTION};
@@ -136,15 +137,22 @@ struct CrdNames {
 
 impl<S> Object<S> {
     fn label(&self) -> Option<&str> {
-        self.metadata.labels.as_ref()?.get(DELETE_PROTECTION_LABEL).map(String::as_str)
+        self.metadata
+            .labels
+            .as_ref()?
+            .get(DELETE_PROTECTION_LABEL)
+            .map(String::as_str)
     }
     fn terminating(&self) -> bool {
-        self.metadata.deletion_timestamp.as_ref().is_some_and(|t| !t.is_null())
+        self.metadata
+            .deletion_timestamp
+            .as_ref()
+            .is_some_and(|t| !t.is_null())
     }
 }
 
-fn decode<'a, S: Deserialize<'a>>(old: &'a Value) -> Result<Object<S>, WebhookError> {
-    Object::<S>::deserialize(old).map_err(WebhookError::decode)
+fn decode<'a, S: Deserialize<'a>>(old: &'a RawValue) -> Result<Object<S>, WebhookError> {
+    serde_json::from_str::<Object<S>>(old.get()).map_err(WebhookError::decode)
 }
 
 /// What the kind rule needs to know, once the prelude (§5.1) has passed.
@@ -161,7 +169,9 @@ fn subject(handler: Handler, req: &AdmissionRequest) -> Result<Subject, WebhookE
     if req.operation != Operation::Delete || !req.sub_resource.is_empty() {
         return Ok(Subject::Allow);
     }
-    let Some(old) = req.old_object() else { return Ok(Subject::Allow) };
+    let Some(old) = req.old_object() else {
+        return Ok(Subject::Allow);
+    };
     Ok(match handler {
         Handler::Namespace => Subject::Namespace(decode(old)?),
         Handler::CustomResourceDefinition => match req.kind.version.as_str() {
@@ -169,10 +179,12 @@ fn subject(handler: Handler, req: &AdmissionRequest) -> Result<Subject, WebhookE
             _ => Subject::Allow,
         },
         // The three builtin paths share one handler that dispatches on the kind (§5.1 step 3).
-        Handler::Deployment | Handler::ReplicaSet | Handler::StatefulSet => match req.kind.kind.as_str() {
-            "Deployment" | "ReplicaSet" | "StatefulSet" => Subject::Workload(decode(old)?),
-            _ => Subject::Allow,
-        },
+        Handler::Deployment | Handler::ReplicaSet | Handler::StatefulSet => {
+            match req.kind.kind.as_str() {
+                "Deployment" | "ReplicaSet" | "StatefulSet" => Subject::Workload(decode(old)?),
+                _ => Subject::Allow,
+            }
+        }
         Handler::Service => Subject::AlwaysOnly(decode(old)?),
         // OpenKruise dereferences a nil object for other versions (a recovered panic); we allow.
         Handler::Ingress => match req.kind.version.as_str() {
@@ -201,7 +213,9 @@ pub fn custom_resource_query(
     if !gates.enabled(RESOURCES_DELETION_PROTECTION) {
         return Ok(None);
     }
-    let Subject::Crd(crd) = subject(handler, req)? else { return Ok(None) };
+    let Subject::Crd(crd) = subject(handler, req)? else {
+        return Ok(None);
+    };
     if crd.terminating() || crd.label() != Some(CASCADING) {
         return Ok(None);
     }
@@ -243,12 +257,19 @@ pub fn validate(
     }
     let record = |metric: ProtectionMetric, meta: &Meta| {
         let name = meta.name.clone().unwrap_or_else(|| req.name.clone());
-        let namespace = meta.namespace.clone().unwrap_or_else(|| req.namespace().to_owned());
+        let namespace = meta
+            .namespace
+            .clone()
+            .unwrap_or_else(|| req.namespace().to_owned());
         let metric_name = match metric {
             ProtectionMetric::Workload => format!("{}_{}_{}", req.kind.kind, namespace, name),
             ProtectionMetric::Namespace | ProtectionMetric::Crd => name.clone(),
         };
-        let namespace = if metric == ProtectionMetric::Workload { namespace } else { String::new() };
+        let namespace = if metric == ProtectionMetric::Workload {
+            namespace
+        } else {
+            String::new()
+        };
         SideEffect::DeletionProtected(ProtectionRecord {
             metric,
             metric_name,
@@ -283,7 +304,10 @@ pub fn validate(
                 ),
                 _ => return Ok(Verdict::allow()),
             };
-            deny(message, Some(record(ProtectionMetric::Workload, &obj.metadata)))
+            deny(
+                message,
+                Some(record(ProtectionMetric::Workload, &obj.metadata)),
+            )
         }
         Subject::Namespace(obj) => {
             if obj.terminating() {
@@ -300,7 +324,10 @@ pub fn validate(
                 }
                 _ => return Ok(Verdict::allow()),
             };
-            deny(message, Some(record(ProtectionMetric::Namespace, &obj.metadata)))
+            deny(
+                message,
+                Some(record(ProtectionMetric::Namespace, &obj.metadata)),
+            )
         }
         Subject::Crd(obj) => {
             if obj.terminating() {
@@ -344,7 +371,11 @@ fn namespace_contents(view: &impl ClusterView, namespace: &str) -> Option<String
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter(|p| {
-            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
+            let phase = p
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .unwrap_or("");
             phase != "Succeeded" && phase != "Failed"
         })
         .count();

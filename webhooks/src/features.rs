@@ -30,7 +30,11 @@ const GATES: &[(&str, bool, Stage)] = &[
     ("TemplateNoDefaults", false, Stage::Alpha),
     ("InPlaceUpdateEnvFromMetadata", true, Stage::Beta),
     ("StatefulSetAutoDeletePVC", true, Stage::Beta),
-    ("SidecarSetPatchPodMetadataDefaultsAllowed", false, Stage::Alpha),
+    (
+        "SidecarSetPatchPodMetadataDefaultsAllowed",
+        false,
+        Stage::Alpha,
+    ),
     ("SidecarTerminator", true, Stage::Alpha),
     ("PodProbeMarkerGate", true, Stage::Beta),
     ("PreDownloadImageForDaemonSetUpdate", false, Stage::Alpha),
@@ -40,7 +44,11 @@ const GATES: &[(&str, bool, Stage)] = &[
     ("ResourceDistributionGate", false, Stage::Beta),
     ("DeletionProtectionForCRDCascadingGate", false, Stage::Alpha),
     ("EnhancedLivenessProbe", false, Stage::Alpha),
-    ("RecreatePodWhenChangeVCTInCloneSetGate", false, Stage::Alpha),
+    (
+        "RecreatePodWhenChangeVCTInCloneSetGate",
+        false,
+        Stage::Alpha,
+    ),
     ("StatefulSetStartOrdinal", false, Stage::Alpha),
     ("PodIndexLabel", true, Stage::Beta),
     ("EnableExternalCerts", false, Stage::Alpha),
@@ -50,7 +58,11 @@ const GATES: &[(&str, bool, Stage)] = &[
     ("EnablePodProbeMarkerOnServerless", false, Stage::Alpha),
     ("EnableSortSidecarContainerByName", false, Stage::Alpha),
     ("InPlacePodVerticalScaling", false, Stage::Alpha),
-    ("DefaultHostNetworkHostPortsInPodTemplates", false, Stage::Alpha),
+    (
+        "DefaultHostNetworkHostPortsInPodTemplates",
+        false,
+        Stage::Alpha,
+    ),
     ("DaemonSetPruneIneligibleNodes", false, Stage::Alpha),
 ];
 
@@ -93,7 +105,9 @@ pub struct FeatureGates {
 
 impl Default for FeatureGates {
     fn default() -> Self {
-        let mut g = Self { enabled: GATES.iter().map(|(n, d, _)| (*n, *d)).collect() };
+        let mut g = Self {
+            enabled: GATES.iter().map(|(n, d, _)| (*n, *d)).collect(),
+        };
         g.adjust();
         g
     }
@@ -107,7 +121,11 @@ impl fmt::Debug for FeatureGates {
 
 impl fmt::Display for FeatureGates {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let items: Vec<String> = self.enabled.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let items: Vec<String> = self
+            .enabled
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         f.write_str(&items.join(","))
     }
 }
@@ -117,7 +135,10 @@ fn parse_bool(name: &str, value: &str) -> Result<bool, FeatureGateError> {
     match value.trim() {
         "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        other => Err(FeatureGateError::NotBool { name: name.to_owned(), value: other.to_owned() }),
+        other => Err(FeatureGateError::NotBool {
+            name: name.to_owned(),
+            value: other.to_owned(),
+        }),
     }
 }
 
@@ -130,7 +151,9 @@ impl FeatureGates {
         let mut enabled: BTreeMap<Gate, bool> = GATES.iter().map(|(n, d, _)| (*n, *d)).collect();
         let mut explicit: Vec<(Gate, bool)> = Vec::new();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (name, value) = item.split_once('=').ok_or_else(|| FeatureGateError::MissingValue(item.to_owned()))?;
+            let (name, value) = item
+                .split_once('=')
+                .ok_or_else(|| FeatureGateError::MissingValue(item.to_owned()))?;
             let (name, value) = (name.trim(), parse_bool(name.trim(), value)?);
             let stage = match name {
                 "AllAlpha" => Some(Stage::Alpha),
@@ -193,7 +216,9 @@ impl FeatureGates {
                 self.enabled.insert(g, false);
             }
         }
-        if self.enabled("PreDownloadImageForInPlaceUpdate") || self.enabled("PreDownloadImageForDaemonSetUpdate") {
+        if self.enabled("PreDownloadImageForInPlaceUpdate")
+            || self.enabled("PreDownloadImageForDaemonSetUpdate")
+        {
             self.enabled.insert("ImagePullJobGate", true);
         }
         if !self.enabled(RESOURCES_DELETION_PROTECTION) {
@@ -241,9 +266,20 @@ mod tests {
 
     #[test]
     fn unknown_gate_is_an_error_that_names_it() {
-        assert_eq!(FeatureGates::parse("Nope=true"), Err(FeatureGateError::Unknown("Nope".into())));
-        assert!(FeatureGates::parse("PodWebhook=maybe").unwrap_err().to_string().contains("PodWebhook"));
-        assert_eq!(FeatureGates::parse("PodWebhook"), Err(FeatureGateError::MissingValue("PodWebhook".into())));
+        assert_eq!(
+            FeatureGates::parse("Nope=true"),
+            Err(FeatureGateError::Unknown("Nope".into()))
+        );
+        assert!(
+            FeatureGates::parse("PodWebhook=maybe")
+                .unwrap_err()
+                .to_string()
+                .contains("PodWebhook")
+        );
+        assert_eq!(
+            FeatureGates::parse("PodWebhook"),
+            Err(FeatureGateError::MissingValue("PodWebhook".into()))
+        );
     }
 
     #[test]
@@ -251,12 +287,18 @@ mod tests {
         let g = FeatureGates::parse("PodWebhook=false").unwrap();
         assert!(!g.enabled("WorkloadSpread"));
         assert!(!g.enabled("PodUnavailableBudgetDeleteGate"));
-        assert!(g.enabled(RESOURCES_DELETION_PROTECTION), "since v1.6.1 PodWebhook leaves deletion protection alone");
+        assert!(
+            g.enabled(RESOURCES_DELETION_PROTECTION),
+            "since v1.6.1 PodWebhook leaves deletion protection alone"
+        );
     }
 
     #[test]
     fn deletion_protection_off_turns_crd_cascading_off() {
-        let g = FeatureGates::parse("DeletionProtectionForCRDCascadingGate=true,ResourcesDeletionProtection=false").unwrap();
+        let g = FeatureGates::parse(
+            "DeletionProtectionForCRDCascadingGate=true,ResourcesDeletionProtection=false",
+        )
+        .unwrap();
         assert!(!g.enabled(CRD_CASCADING));
     }
 

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use crate::ClusterView;
+use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 
 /// Why a document could not be loaded. Messages name the source and the document.
 #[derive(Debug, thiserror::Error)]
@@ -83,18 +83,21 @@ impl FixtureCluster {
         let mut added = 0;
         for (i, doc) in documents(text, source_name)?.into_iter().enumerate() {
             let items = match doc.get("kind").and_then(Value::as_str) {
-                Some(k) if k.ends_with("List") && doc.get("items").is_some() => match doc.get("items") {
-                    Some(Value::Array(items)) => items.clone(),
-                    _ => Vec::new(),
-                },
+                Some(k) if k.ends_with("List") && doc.get("items").is_some() => {
+                    match doc.get("items") {
+                        Some(Value::Array(items)) => items.clone(),
+                        _ => Vec::new(),
+                    }
+                }
                 _ => vec![doc],
             };
             for item in items {
-                self.insert(item).map_err(|message| FixtureError::NotAnObject {
-                    source_name: source_name.into(),
-                    index: i + 1,
-                    message,
-                })?;
+                self.insert(item)
+                    .map_err(|message| FixtureError::NotAnObject {
+                        source_name: source_name.into(),
+                        index: i + 1,
+                        message,
+                    })?;
                 added += 1;
             }
         }
@@ -106,19 +109,47 @@ impl FixtureCluster {
     /// # Errors
     /// A message when it has no apiVersion, kind or metadata.name, or does not decode as its kind.
     pub fn insert(&mut self, obj: Value) -> Result<(), String> {
-        let api_version = obj.get("apiVersion").and_then(Value::as_str).ok_or("missing apiVersion")?;
-        let kind = obj.get("kind").and_then(Value::as_str).ok_or("missing kind")?;
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| format!("{kind} without metadata.name"))?;
-        let namespace = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_owned();
-        fn typed<T: DeserializeOwned>(obj: &Value, kind: &str, name: &str) -> Result<Arc<T>, String> {
-            T::deserialize(obj).map(Arc::new).map_err(|e| format!("{kind} {name}: {e}"))
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .ok_or("missing apiVersion")?;
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .ok_or("missing kind")?;
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{kind} without metadata.name"))?;
+        let namespace = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_owned();
+        fn typed<T: DeserializeOwned>(
+            obj: &Value,
+            kind: &str,
+            name: &str,
+        ) -> Result<Arc<T>, String> {
+            T::deserialize(obj)
+                .map(Arc::new)
+                .map_err(|e| format!("{kind} {name}: {e}"))
         }
         match (api_version, kind) {
             ("v1", "Namespace") => {
-                self.namespaces.insert(name.to_owned(), typed(&obj, kind, name)?);
+                self.namespaces
+                    .insert(name.to_owned(), typed(&obj, kind, name)?);
             }
-            ("v1", "Pod") => self.pods.entry(namespace).or_default().push(typed(&obj, kind, name)?),
-            ("v1", "PersistentVolumeClaim") => self.claims.entry(namespace).or_default().push(typed(&obj, kind, name)?),
+            ("v1", "Pod") => self
+                .pods
+                .entry(namespace)
+                .or_default()
+                .push(typed(&obj, kind, name)?),
+            ("v1", "PersistentVolumeClaim") => self
+                .claims
+                .entry(namespace)
+                .or_default()
+                .push(typed(&obj, kind, name)?),
             _ => {}
         }
         self.objects.push(Arc::new(obj));
@@ -129,10 +160,19 @@ impl FixtureCluster {
     pub fn count_custom_resources(&self, query: &CustomResourceQuery) -> CustomResourceCount {
         let mut count = CustomResourceCount::default();
         for obj in &self.objects {
-            let group = obj.get("apiVersion").and_then(Value::as_str).and_then(|v| v.rsplit_once('/')).map(|(g, _)| g);
-            if group == Some(query.group.as_str()) && obj.get("kind").and_then(Value::as_str) == Some(query.kind.as_str()) {
+            let group = obj
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .and_then(|v| v.rsplit_once('/'))
+                .map(|(g, _)| g);
+            if group == Some(query.group.as_str())
+                && obj.get("kind").and_then(Value::as_str) == Some(query.kind.as_str())
+            {
                 count.total += 1;
-                if obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+                if obj
+                    .pointer("/metadata/deletionTimestamp")
+                    .is_some_and(|t| !t.is_null())
+                {
                     count.terminating += 1;
                 }
             }
@@ -186,17 +226,41 @@ mod tests {
         assert_eq!(n, 2);
         assert!(c.namespace("a").is_some());
         assert_eq!(c.pods_in("a").len(), 1);
-        assert_eq!(c.load_str(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"b"}}"#, "b.json").unwrap(), 1);
+        assert_eq!(
+            c.load_str(
+                r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"b"}}"#,
+                "b.json"
+            )
+            .unwrap(),
+            1
+        );
     }
 
     #[test]
     fn errors_name_the_source_and_document() {
         let mut c = FixtureCluster::default();
-        let e = c.load_str("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\nkind: Pod\n", "f.yaml").unwrap_err();
+        let e = c
+            .load_str(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\nkind: Pod\n",
+                "f.yaml",
+            )
+            .unwrap_err();
         assert_eq!(e.to_string(), "f.yaml: document 2: missing apiVersion");
         let e = c.load_str("a: [", "g.yaml").unwrap_err();
-        assert!(e.to_string().starts_with("g.yaml: document 1: not valid YAML/JSON"), "{e}");
-        let e = c.load_str("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: 3\n", "h.yaml").unwrap_err();
-        assert!(e.to_string().starts_with("h.yaml: document 1: Pod a:"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("g.yaml: document 1: not valid YAML/JSON"),
+            "{e}"
+        );
+        let e = c
+            .load_str(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: 3\n",
+                "h.yaml",
+            )
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("h.yaml: document 1: Pod a:"),
+            "{e}"
+        );
     }
 }

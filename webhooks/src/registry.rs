@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
-use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::{FeatureGates, RESOURCES_DELETION_PROTECTION};
@@ -49,7 +48,10 @@ impl Handler {
 
     /// The webhook's registration.
     pub fn spec(self) -> &'static WebhookSpec {
-        WEBHOOKS.iter().find(|w| w.handler == self).unwrap_or(&WEBHOOKS[0])
+        WEBHOOKS
+            .iter()
+            .find(|w| w.handler == self)
+            .unwrap_or(&WEBHOOKS[0])
     }
 }
 
@@ -126,23 +128,60 @@ const fn rule(
     versions: &'static [&'static str],
     resources: &'static [&'static str],
 ) -> Rule {
-    Rule { groups, versions, resources, operations: DELETE }
+    Rule {
+        groups,
+        versions,
+        resources,
+        operations: DELETE,
+    }
 }
 
 /// Every webhook this version registers, mutating first, in the order the chain runs them.
 pub static WEBHOOKS: &[WebhookSpec] = &[
-    deletion("vnamespace.kb.io", "/validate-namespace", &[], Handler::Namespace, &[rule(&[""], &["v1"], &["namespaces"])], None),
+    deletion(
+        "vnamespace.kb.io",
+        "/validate-namespace",
+        &[],
+        Handler::Namespace,
+        &[rule(&[""], &["v1"], &["namespaces"])],
+        None,
+    ),
     deletion(
         "vcustomresourcedefinition.kb.io",
         "/validate-customresourcedefinition",
         &[],
         Handler::CustomResourceDefinition,
-        &[rule(&["apiextensions.k8s.io"], &["v1", "v1beta1"], &["customresourcedefinitions"])],
+        &[rule(
+            &["apiextensions.k8s.io"],
+            &["v1", "v1beta1"],
+            &["customresourcedefinitions"],
+        )],
         None,
     ),
-    deletion("vbuiltindeployment.kb.io", "/validate-apps-deployment", &[], Handler::Deployment, &[rule(&["apps"], &["v1"], &["deployments"])], None),
-    deletion("vbuiltinreplicaset.kb.io", "/validate-apps-replicaset", &[], Handler::ReplicaSet, &[rule(&["apps"], &["v1"], &["replicasets"])], None),
-    deletion("vbuiltinstatefulset.kb.io", "/validate-apps-statefulset", &[], Handler::StatefulSet, &[rule(&["apps"], &["v1"], &["statefulsets"])], None),
+    deletion(
+        "vbuiltindeployment.kb.io",
+        "/validate-apps-deployment",
+        &[],
+        Handler::Deployment,
+        &[rule(&["apps"], &["v1"], &["deployments"])],
+        None,
+    ),
+    deletion(
+        "vbuiltinreplicaset.kb.io",
+        "/validate-apps-replicaset",
+        &[],
+        Handler::ReplicaSet,
+        &[rule(&["apps"], &["v1"], &["replicasets"])],
+        None,
+    ),
+    deletion(
+        "vbuiltinstatefulset.kb.io",
+        "/validate-apps-statefulset",
+        &[],
+        Handler::StatefulSet,
+        &[rule(&["apps"], &["v1"], &["statefulsets"])],
+        None,
+    ),
     deletion(
         "vservice.kb.io",
         "/validate-service",
@@ -156,7 +195,11 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         "/validate-ingress",
         &[],
         Handler::Ingress,
-        &[rule(&["networking.k8s.io"], &["v1", "v1beta1"], &["ingresses"])],
+        &[rule(
+            &["networking.k8s.io"],
+            &["v1", "v1beta1"],
+            &["ingresses"],
+        )],
         Some(RESOURCES_DELETION_PROTECTION),
     ),
     deletion(
@@ -164,7 +207,11 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         "/validate-apps-kruise-io-cloneset",
         &["/validate-apps-kruise-io-v1alpha1-cloneset"],
         Handler::CloneSet,
-        &[rule(&["apps.kruise.io"], &["v1alpha1", "v1beta1"], &["clonesets"])],
+        &[rule(
+            &["apps.kruise.io"],
+            &["v1alpha1", "v1beta1"],
+            &["clonesets"],
+        )],
         None,
     ),
     deletion(
@@ -172,7 +219,11 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         "/validate-apps-kruise-io-statefulset",
         &[],
         Handler::AdvancedStatefulSet,
-        &[rule(&["apps.kruise.io"], &["v1alpha1", "v1beta1"], &["statefulsets"])],
+        &[rule(
+            &["apps.kruise.io"],
+            &["v1alpha1", "v1beta1"],
+            &["statefulsets"],
+        )],
         None,
     ),
     deletion(
@@ -180,7 +231,11 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         "/validate-apps-kruise-io-uniteddeployment",
         &["/validate-apps-kruise-io-v1alpha1-uniteddeployment"],
         Handler::UnitedDeployment,
-        &[rule(&["apps.kruise.io"], &["v1alpha1", "v1beta1"], &["uniteddeployments"])],
+        &[rule(
+            &["apps.kruise.io"],
+            &["v1alpha1", "v1beta1"],
+            &["uniteddeployments"],
+        )],
         None,
     ),
 ];
@@ -193,7 +248,11 @@ pub fn routes(gates: &FeatureGates) -> Vec<(&'static str, &'static WebhookSpec)>
     WEBHOOKS
         .iter()
         .filter(|w| w.gate.is_none_or(|g| gates.enabled(g)))
-        .flat_map(|w| std::iter::once(w.path).chain(w.alt_paths.iter().copied()).map(move |p| (p, w)))
+        .flat_map(|w| {
+            std::iter::once(w.path)
+                .chain(w.alt_paths.iter().copied())
+                .map(move |p| (p, w))
+        })
         .collect()
 }
 
@@ -235,8 +294,12 @@ impl WebhookSpec {
         };
         self.rules.iter().any(|r| {
             r.operations.contains(&req.operation)
-                && r.groups.iter().any(|g| *g == "*" || *g == req.resource.group)
-                && r.versions.iter().any(|v| *v == "*" || *v == req.resource.version)
+                && r.groups
+                    .iter()
+                    .any(|g| *g == "*" || *g == req.resource.group)
+                && r.versions
+                    .iter()
+                    .any(|v| *v == "*" || *v == req.resource.version)
                 && r.resources.iter().any(|x| *x == "*" || *x == resource)
         })
     }
@@ -244,7 +307,11 @@ impl WebhookSpec {
     /// Whether the apiserver would call this webhook for the request: rules, then the namespaceSelector
     /// (against `namespace_labels`, the labels of the request's namespace or of the Namespace object itself;
     /// `None` for cluster-scoped objects, which it always matches) and the objectSelector (old or new object).
-    pub fn would_call(&self, req: &AdmissionRequest, namespace_labels: Option<&BTreeMap<String, String>>) -> bool {
+    pub fn would_call(
+        &self,
+        req: &AdmissionRequest,
+        namespace_labels: Option<&BTreeMap<String, String>>,
+    ) -> bool {
         if !self.rules_match(req) {
             return false;
         }
@@ -254,19 +321,11 @@ impl WebhookSpec {
             return false;
         }
         let object_selector = self.object_selector();
-        [req.object.as_ref(), req.old_object.as_ref()]
-            .into_iter()
+        req.object_labels()
+            .iter()
             .flatten()
-            .any(|o| selector::matches(&object_selector, &labels_of(o)))
+            .any(|labels| selector::matches(&object_selector, labels))
     }
-}
-
-/// `metadata.labels` of a raw object (empty when absent or malformed).
-pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -276,14 +335,24 @@ mod tests {
 
     #[test]
     fn both_spellings_are_served_and_gated_paths_follow_their_gate() {
-        let on: Vec<_> = routes(&FeatureGates::default()).into_iter().map(|(p, _)| p).collect();
-        for p in ["/validate-apps-kruise-io-cloneset", "/validate-apps-kruise-io-v1alpha1-cloneset", "/validate-service"] {
+        let on: Vec<_> = routes(&FeatureGates::default())
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        for p in [
+            "/validate-apps-kruise-io-cloneset",
+            "/validate-apps-kruise-io-v1alpha1-cloneset",
+            "/validate-service",
+        ] {
             assert!(on.contains(&p), "{p}");
         }
         let off = FeatureGates::parse("ResourcesDeletionProtection=false").unwrap();
         let off: Vec<_> = routes(&off).into_iter().map(|(p, _)| p).collect();
         assert!(!off.contains(&"/validate-service") && !off.contains(&"/validate-ingress"));
-        assert!(off.contains(&"/validate-namespace"), "always registered, allows when the gate is off");
+        assert!(
+            off.contains(&"/validate-namespace"),
+            "always registered, allows when the gate is off"
+        );
     }
 
     #[test]

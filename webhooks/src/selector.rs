@@ -33,7 +33,10 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn expr(key: &str, op: &str, values: &[&str]) -> LabelSelector {
@@ -53,12 +56,18 @@ mod tests {
         assert!(matches(&LabelSelector::default(), &l));
         assert!(matches(&expr("a", "In", &["1", "2"]), &l));
         assert!(!matches(&expr("a", "In", &["2"]), &l));
-        assert!(matches(&expr("b", "NotIn", &["1"]), &l), "NotIn matches an absent key");
+        assert!(
+            matches(&expr("b", "NotIn", &["1"]), &l),
+            "NotIn matches an absent key"
+        );
         assert!(!matches(&expr("a", "NotIn", &["1"]), &l));
         assert!(matches(&expr("a", "Exists", &[]), &l));
         assert!(matches(&expr("b", "DoesNotExist", &[]), &l));
         assert!(!matches(&expr("a", "Bogus", &[]), &l));
-        let by_labels = LabelSelector { match_labels: Some(labels(&[("a", "2")])), ..Default::default() };
+        let by_labels = LabelSelector {
+            match_labels: Some(labels(&[("a", "2")])),
+            ..Default::default()
+        };
         assert!(!matches(&by_labels, &l));
     }
 }

@@ -18,7 +18,11 @@ pub struct Denial {
 impl Denial {
     /// A 403 without `reason`, as OpenKruise's `Errored(403, err)` answers.
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self { code: 403, reason: None, message: message.into() }
+        Self {
+            code: 403,
+            reason: None,
+            message: message.into(),
+        }
     }
 }
 
@@ -118,7 +122,10 @@ impl Verdict {
 
     /// Deny with the given denial.
     pub fn deny(denial: Denial) -> Self {
-        Self { decision: Decision::Deny(denial), ..Self::allow() }
+        Self {
+            decision: Decision::Deny(denial),
+            ..Self::allow()
+        }
     }
 
     /// Adds a side effect.

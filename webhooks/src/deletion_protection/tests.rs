@@ -4,12 +4,12 @@ use crate::view::EmptyView;
 use serde_json::json;
 
 fn request(kind: (&str, &str, &str), resource: &str, old: Value) -> AdmissionRequest {
-    serde_json::from_value(json!({
+    serde_json::from_str(&json!({
         "uid": "u", "operation": "DELETE", "name": old["metadata"]["name"], "namespace": old["metadata"]["namespace"],
         "kind": {"group": kind.0, "version": kind.1, "kind": kind.2},
         "resource": {"group": kind.0, "version": kind.1, "resource": resource},
         "userInfo": {"username": "alice"}, "oldObject": old
-    }))
+    }).to_string())
     .unwrap()
 }
 
@@ -25,7 +25,14 @@ fn deployment(label: Option<&str>, replicas: Option<i32>) -> AdmissionRequest {
 }
 
 fn decide(handler: Handler, req: &AdmissionRequest) -> Verdict {
-    validate(handler, req, &EmptyView, &FeatureGates::default(), &Facts::default()).unwrap()
+    validate(
+        handler,
+        req,
+        &EmptyView,
+        &FeatureGates::default(),
+        &Facts::default(),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -65,7 +72,13 @@ fn refusal_records_metric_and_audit_line() {
 #[test]
 fn gate_off_allows_everything() {
     let gates = FeatureGates::parse("ResourcesDeletionProtection=false").unwrap();
-    let v = validate(Handler::Deployment, &deployment(Some(ALWAYS), None), &EmptyView, &gates, &Facts::default());
+    let v = validate(
+        Handler::Deployment,
+        &deployment(Some(ALWAYS), None),
+        &EmptyView,
+        &gates,
+        &Facts::default(),
+    );
     assert!(v.unwrap().is_allowed());
 }
 
@@ -81,16 +94,38 @@ fn non_delete_and_subresources_are_allowed() {
 
 #[test]
 fn undecodable_old_object_is_a_decode_error() {
-    let req = request(("apps", "v1", "Deployment"), "deployments", json!({"spec": "x"}));
-    let err = validate(Handler::Deployment, &req, &EmptyView, &FeatureGates::default(), &Facts::default()).unwrap_err();
+    let req = request(
+        ("apps", "v1", "Deployment"),
+        "deployments",
+        json!({"spec": "x"}),
+    );
+    let err = validate(
+        Handler::Deployment,
+        &req,
+        &EmptyView,
+        &FeatureGates::default(),
+        &Facts::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.http_code(), 400);
 }
 
 #[test]
 fn cloneset_of_an_unknown_version_is_a_400() {
     let mut req = deployment(Some(ALWAYS), None);
-    req.resource = crate::admission::GroupVersionResource { group: "apps.kruise.io".into(), version: "v2".into(), resource: "clonesets".into() };
-    let err = validate(Handler::CloneSet, &req, &EmptyView, &FeatureGates::default(), &Facts::default()).unwrap_err();
+    req.resource = crate::admission::GroupVersionResource {
+        group: "apps.kruise.io".into(),
+        version: "v2".into(),
+        resource: "clonesets".into(),
+    };
+    let err = validate(
+        Handler::CloneSet,
+        &req,
+        &EmptyView,
+        &FeatureGates::default(),
+        &Facts::default(),
+    )
+    .unwrap_err();
     assert_eq!(err.to_string(), "unsupported version: v2");
 }
 
@@ -107,14 +142,24 @@ fn crd(label: &str) -> AdmissionRequest {
 
 #[test]
 fn cascading_crd_asks_for_the_storage_version() {
-    let q = custom_resource_query(Handler::CustomResourceDefinition, &crd(CASCADING), &FeatureGates::default())
-        .unwrap()
-        .unwrap();
+    let q = custom_resource_query(
+        Handler::CustomResourceDefinition,
+        &crd(CASCADING),
+        &FeatureGates::default(),
+    )
+    .unwrap()
+    .unwrap();
     assert_eq!(q.gvk_string(), "example.com/v1, Kind=FooList");
     assert_eq!(q.plural, "foos");
-    assert!(custom_resource_query(Handler::CustomResourceDefinition, &crd(ALWAYS), &FeatureGates::default())
+    assert!(
+        custom_resource_query(
+            Handler::CustomResourceDefinition,
+            &crd(ALWAYS),
+            &FeatureGates::default()
+        )
         .unwrap()
-        .is_none());
+        .is_none()
+    );
 }
 
 #[test]
@@ -124,16 +169,42 @@ fn cascading_crd_counts_only_live_resources_whatever_the_sub_gate_says() {
     let facts = |total, terminating| Facts {
         custom_resources: Some(Ok(CustomResourceCount { total, terminating })),
     };
-    let v = validate(Handler::CustomResourceDefinition, &crd(CASCADING), &EmptyView, &gates, &facts(2, 1)).unwrap();
+    let v = validate(
+        Handler::CustomResourceDefinition,
+        &crd(CASCADING),
+        &EmptyView,
+        &gates,
+        &facts(2, 1),
+    )
+    .unwrap();
     assert_eq!(
         v.denial().unwrap().message,
         "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and active CRs 1>0"
     );
-    let v = validate(Handler::CustomResourceDefinition, &crd(CASCADING), &EmptyView, &gates, &facts(1, 1)).unwrap();
+    let v = validate(
+        Handler::CustomResourceDefinition,
+        &crd(CASCADING),
+        &EmptyView,
+        &gates,
+        &facts(1, 1),
+    )
+    .unwrap();
     assert!(v.is_allowed());
-    let listing_failed = Facts { custom_resources: Some(Err("forbidden".into())) };
-    let v = validate(Handler::CustomResourceDefinition, &crd(CASCADING), &EmptyView, &gates, &listing_failed).unwrap();
-    assert_eq!(v.denial().unwrap().message, "failed to list CRs of example.com/v1, Kind=FooList: forbidden");
+    let listing_failed = Facts {
+        custom_resources: Some(Err("forbidden".into())),
+    };
+    let v = validate(
+        Handler::CustomResourceDefinition,
+        &crd(CASCADING),
+        &EmptyView,
+        &gates,
+        &listing_failed,
+    )
+    .unwrap();
+    assert_eq!(
+        v.denial().unwrap().message,
+        "failed to list CRs of example.com/v1, Kind=FooList: forbidden"
+    );
 }
 
 #[test]
@@ -160,19 +231,38 @@ status: {phase: Bound}
         "namespaces",
         json!({"metadata": {"name": "ns", "labels": {DELETE_PROTECTION_LABEL: CASCADING}}}),
     );
-    let v = validate(Handler::Namespace, &req, &cluster, &FeatureGates::default(), &Facts::default()).unwrap();
+    let v = validate(
+        Handler::Namespace,
+        &req,
+        &cluster,
+        &FeatureGates::default(),
+        &Facts::default(),
+    )
+    .unwrap();
     assert_eq!(
         v.denial().unwrap().message,
         "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and \"Bound\" status pvc 1>0"
     );
     let SideEffect::DeletionProtected(r) = &v.side_effects[0];
-    assert_eq!((r.metric, r.namespace.as_str(), r.metric_name.as_str()), (ProtectionMetric::Namespace, "", "ns"));
+    assert_eq!(
+        (r.metric, r.namespace.as_str(), r.metric_name.as_str()),
+        (ProtectionMetric::Namespace, "", "ns")
+    );
 }
 
 #[test]
 fn service_ignores_cascading_and_records_nothing() {
     let old = |l: &str| json!({"metadata": {"name": "s", "namespace": "default", "labels": {DELETE_PROTECTION_LABEL: l}}});
-    let v = decide(Handler::Service, &request(("", "v1", "Service"), "services", old(ALWAYS)));
+    let v = decide(
+        Handler::Service,
+        &request(("", "v1", "Service"), "services", old(ALWAYS)),
+    );
     assert!(!v.is_allowed() && v.side_effects.is_empty());
-    assert!(decide(Handler::Service, &request(("", "v1", "Service"), "services", old(CASCADING))).is_allowed());
+    assert!(
+        decide(
+            Handler::Service,
+            &request(("", "v1", "Service"), "services", old(CASCADING))
+        )
+        .is_allowed()
+    );
 }
