@@ -29,7 +29,7 @@ pub enum LogFormat {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the HTTPS admission server (in a cluster, or standalone on YAML files with --objects).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run the admission chain offline on an AdmissionReview and print the answer.
     Review(ReviewArgs),
 }

@@ -152,7 +152,7 @@ impl TryFrom<Cli> for Config {
     type Error = ConfigError;
     fn try_from(cli: Cli) -> Result<Self, ConfigError> {
         let command = match cli.command {
-            Command::Serve(s) => Mode::Serve(Box::new(serve_config(s)?)),
+            Command::Serve(s) => Mode::Serve(Box::new(serve_config(*s)?)),
             Command::Review(r) => Mode::Review(review_config(r)?),
         };
         Ok(Self {

@@ -1,0 +1,190 @@
+//! deploy/ and the binary must not drift: the shipped webhook configuration registers exactly the webhooks
+//! the server serves (names, paths, rules, selectors, DECISIONS 2 settings), every shipped CRD gets the
+//! conversion webhook (DECISIONS 16), and the Deployment probes and ports are the binary's defaults.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use kruise_webhooks::FeatureGates;
+use kruise_webhooks::registry::{FailurePolicy, WEBHOOKS};
+use serde_json::{Value, json};
+
+fn yaml_docs(path: &str) -> Vec<Value> {
+    let text = common::read(&common::root().join(path));
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+#[test]
+fn shipped_webhooks_are_the_registry() {
+    let docs = yaml_docs("deploy/base/webhooks.yaml");
+    let config = docs
+        .iter()
+        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
+        .unwrap();
+    assert_eq!(
+        config["metadata"]["name"],
+        kruise_webhook::certs::VALIDATING_CONFIGURATION
+    );
+    let shipped = config["webhooks"].as_array().unwrap();
+    let served: BTreeSet<&str> = kruise_webhooks::registry::routes(&FeatureGates::default())
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(
+        shipped.len(),
+        WEBHOOKS.iter().filter(|w| !w.mutating).count()
+    );
+    for spec in WEBHOOKS.iter().filter(|w| !w.mutating) {
+        let hook = shipped
+            .iter()
+            .find(|h| h["name"] == spec.name)
+            .unwrap_or_else(|| panic!("{} not shipped", spec.name));
+        let path = hook["clientConfig"]["service"]["path"].as_str().unwrap();
+        assert_eq!(path, spec.path, "{}", spec.name);
+        assert!(served.contains(path), "{path} is shipped but not served");
+        assert_eq!(
+            hook["clientConfig"]["service"]["name"],
+            "kruise-webhook-service"
+        );
+        assert_eq!(hook["clientConfig"]["service"]["port"], 443);
+        assert!(
+            hook["clientConfig"].get("caBundle").is_none(),
+            "the binary or cert-manager sets caBundle"
+        );
+        assert_eq!(hook["timeoutSeconds"], 10, "DECISIONS 2");
+        assert_eq!(hook["sideEffects"], "None");
+        assert_eq!(hook["admissionReviewVersions"], json!(["v1", "v1beta1"]));
+        let policy = match spec.failure_policy {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
+        };
+        assert_eq!(hook["failurePolicy"], policy, "{}", spec.name);
+        let rules: Vec<Value> = spec
+            .rules
+            .iter()
+            .map(|r| {
+                json!({"operations": r.operations.iter().map(|o| o.as_str()).collect::<Vec<_>>(),
+                       "apiGroups": r.groups, "apiVersions": r.versions, "resources": r.resources, "scope": "*"})
+            })
+            .collect();
+        assert_eq!(hook["rules"], json!(rules), "{}", spec.name);
+        assert_eq!(
+            hook["objectSelector"],
+            serde_json::to_value(spec.object_selector()).unwrap(),
+            "{}",
+            spec.name
+        );
+        assert_eq!(
+            hook["namespaceSelector"],
+            serde_json::to_value(spec.namespace_selector()).unwrap(),
+            "{}",
+            spec.name
+        );
+    }
+}
+
+#[test]
+fn every_shipped_crd_converts_through_our_endpoint() {
+    let kustomization = yaml_docs("deploy/base/kustomization.yaml").remove(0);
+    let resources: Vec<&str> = kustomization["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    let shared = common::root().join("../shared/crds");
+    let mut crds = 0;
+    for resource in resources.iter().filter(|r| r.starts_with("crds/")) {
+        let crd = yaml_docs(&format!("deploy/base/{resource}")).remove(0);
+        assert_eq!(crd["kind"], "CustomResourceDefinition");
+        let served = crd["spec"]["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["served"] == true)
+            .count();
+        assert!(
+            served > 1,
+            "{resource} serves one version: it needs no conversion"
+        );
+        // Verbatim copies of OpenKruise's CRDs, when ../shared is beside the checkout.
+        let original = shared.join(resource.trim_start_matches("crds/"));
+        if original.exists() {
+            assert_eq!(
+                common::read(&common::root().join("deploy/base").join(resource)),
+                common::read(&original),
+                "{resource}"
+            );
+        }
+        crds += 1;
+    }
+    assert_eq!(crds, 6);
+    let patch = &kustomization["patches"][0];
+    assert_eq!(patch["target"]["kind"], "CustomResourceDefinition");
+    let ops = yaml_docs(&format!("deploy/base/{}", patch["path"].as_str().unwrap())).remove(0);
+    let conversion = &ops[0]["value"];
+    assert_eq!(ops[0]["path"], "/spec/conversion");
+    assert_eq!(conversion["strategy"], "Webhook");
+    assert_eq!(
+        conversion["webhook"]["clientConfig"]["service"]["path"],
+        kruise_webhooks::registry::CONVERT_PATH
+    );
+    assert_eq!(
+        conversion["webhook"]["conversionReviewVersions"],
+        json!(["v1", "v1beta1"])
+    );
+}
+
+#[test]
+fn deployment_probes_and_ports_are_the_binary_defaults() {
+    let docs = yaml_docs("deploy/base/deployment.yaml");
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["args"][0], "serve");
+    let ports: BTreeSet<i64> = container["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["containerPort"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ports, BTreeSet::from([9876, 8080, 8000]));
+    let port_of = |probe: &Value| match &probe["httpGet"]["port"] {
+        Value::String(name) => container["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == *name)
+            .unwrap()["containerPort"]
+            .clone(),
+        number => number.clone(),
+    };
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(
+        port_of(&container["readinessProbe"]),
+        8000,
+        "the --health-probe-addr default"
+    );
+    assert_eq!(port_of(&container["livenessProbe"]), 8000);
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        container["securityContext"]["allowPrivilegeEscalation"],
+        false
+    );
+    let mounts: BTreeSet<&str> = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["mountPath"].as_str().unwrap())
+        .collect();
+    assert!(
+        mounts.contains("/tmp/kruise-webhook-certs") && mounts.contains("/log"),
+        "{mounts:?}"
+    );
+}
