@@ -131,7 +131,8 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 fn main() {
     kruise_webhook::install_crypto_provider();
-    let smoke = std::env::args().any(|a| a == "--test");
+    // As criterion: `cargo bench` passes --bench; `cargo test --benches` runs a short smoke check.
+    let smoke = !std::env::args().any(|a| a == "--bench");
     let load = if smoke {
         Load {
             connections: 2,

@@ -263,6 +263,13 @@ pub async fn start_with(
         addr
     };
     tracing::info!(%tls_addr, %metrics_addr, %probe_addr, gates = %config.gates, "serving");
+    if config.standalone() {
+        tracing::info!(
+            "try: curl --cacert {} -H 'content-type: application/json' --data @examples/requests/delete-namespace.json https://localhost:{}/validate-namespace",
+            config.cert_dir.join("ca.crt").display(),
+            tls_addr.port()
+        );
+    }
     Ok(Server {
         state,
         tls_addr,
