@@ -281,12 +281,12 @@ impl Worker {
             .collect();
         let ca_b64 =
             base64::engine::general_purpose::STANDARD.encode(bundle.ca_bundle_pem.as_bytes());
-        ensure_configurations(&client, &self.config, &served, &ca_b64)
-            .await
-            .context("failed to ensure configuration")?;
-        ensure_crds(&client, &self.config, &ca_b64)
-            .await
-            .context("failed to ensure crd")?;
+        // The certificate is what serving needs; keeping caBundles current is retried every interval and
+        // never blocks start-up (an OpenKruise CRD we may not patch must not keep every replica unready).
+        if let Err(e) = ensure_configurations(&client, &self.config, &served, &ca_b64).await {
+            tracing::warn!(error = %format!("{e:#}"), "failed to ensure configuration; retrying next sync");
+        }
+        ensure_crds(&client, &self.config, &ca_b64).await;
         Ok(())
     }
 }
@@ -431,12 +431,17 @@ async fn ensure_configurations(
     Ok(())
 }
 
-async fn ensure_crds(client: &Client, config: &ServeConfig, ca_b64: &str) -> anyhow::Result<()> {
+/// Keeps the caBundle of the Kruise CRDs whose conversion webhook points at our Service. Failures are logged
+/// per CRD and retried at the next sync.
+async fn ensure_crds(client: &Client, config: &ServeConfig, ca_b64: &str) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crds = api
-        .list(&ListParams::default())
-        .await
-        .context("failed to list crds")?;
+    let crds = match api.list(&ListParams::default()).await {
+        Ok(list) => list,
+        Err(e) => {
+            tracing::warn!(error = %e, "failed to list crds; retrying next sync");
+            return;
+        }
+    };
     for crd in crds {
         let spec = &crd.spec;
         if spec.group != "apps.kruise.io" && spec.group != "policy.kruise.io" {
@@ -466,12 +471,16 @@ async fn ensure_crds(client: &Client, config: &ServeConfig, ca_b64: &str) -> any
             "clientConfig": {"caBundle": ca_b64, "service": {
                 "namespace": config.namespace, "name": config.service_name, "path": registry::CONVERT_PATH, "port": 443}},
             "conversionReviewVersions": ["v1", "v1beta1"]}}}});
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .with_context(|| format!("failed to update CRD {name}"))?;
-        tracing::info!(crd = %name, "conversion caBundle updated");
+        {
+            Ok(_) => tracing::info!(crd = %name, "conversion caBundle updated"),
+            Err(e) => {
+                tracing::warn!(crd = %name, error = %e, "failed to update CRD; retrying next sync")
+            }
+        }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -159,7 +159,8 @@ async fn losing_the_secret_race_serves_the_winners_ca_and_keeps_ca_bundles_curre
             StatusCode::OK,
             json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinitionList", "metadata": {},
             "items": [crd("clonesets.apps.kruise.io", "apps.kruise.io", "Webhook"), crd("foos.example.com", "example.com", "Webhook"),
-                      crd("sidecarsets.apps.kruise.io", "apps.kruise.io", "None")]}),
+                      crd("sidecarsets.apps.kruise.io", "apps.kruise.io", "None"),
+                      crd("statefulsets.apps.kruise.io", "apps.kruise.io", "Webhook")]}),
         );
         let (patch, send) = expect(
             &mut handle,
@@ -180,6 +181,14 @@ async fn losing_the_secret_race_serves_the_winners_ca_and_keeps_ca_bundles_curre
             StatusCode::OK,
             crd("clonesets.apps.kruise.io", "apps.kruise.io", "Webhook"),
         );
+        // An OpenKruise CRD left pointing at the same Service, outside our RBAC: a warning, not a failed start.
+        let (_, send) = expect(
+            &mut handle,
+            Method::PATCH,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/statefulsets.apps.kruise.io",
+        )
+        .await;
+        respond(send, StatusCode::FORBIDDEN, status(403, "Forbidden"));
         handle
     });
 
