@@ -15,7 +15,7 @@ fn pod() -> Value {
             "name": name, "image": format!("registry.example.com/team/{name}:1.{i}.0"), "imagePullPolicy": "IfNotPresent",
             "args": ["--port=8080", "--log-level=info", "--metrics-addr=:9090"],
             "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}, {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
-            "env": (0..12).map(|e| json!({"name": format!("ENV_VAR_NUMBER_{e}"), "value": format!("value-{e}-{}", "x".repeat(24))})).collect::<Vec<_>>(),
+            "env": (0..18).map(|e| json!({"name": format!("ENV_VAR_NUMBER_{e}"), "value": format!("value-{e}-{}", "x".repeat(24))})).collect::<Vec<_>>(),
             "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "250m", "memory": "256Mi"}},
             "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"}, "initialDelaySeconds": 5, "periodSeconds": 10, "timeoutSeconds": 1, "failureThreshold": 3, "successThreshold": 1},
             "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080, "scheme": "HTTP"}, "periodSeconds": 5, "timeoutSeconds": 1, "failureThreshold": 3, "successThreshold": 1},
