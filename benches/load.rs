@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::post;
 use kruise_webhook::config::ServeConfig;
-use kruise_webhook::server::tls::{CertStore, server_config};
-use rustls::pki_types::pem::PemObject;
+use kruise_webhook::server::tls::{CertStore, client_config, server_config};
 
 struct Load {
     connections: usize,
@@ -32,19 +31,8 @@ struct Outcome {
 }
 
 fn client(ca_pem: &str) -> reqwest::Client {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
     // One HTTP/1.1 keep-alive connection per client: N clients = N connections.
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let tls = client_config(ca_pem.as_bytes(), &[b"http/1.1"]).unwrap();
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .pool_max_idle_per_host(1)

@@ -125,14 +125,7 @@ async fn bad_input_over_tls_gets_4xx_and_the_server_keeps_serving() {
 
     // A client that announces a body and never finishes it is cut off by the body timeout.
     let ca = common::read(&dir.path().join("ca.crt"));
-    let mut roots = rustls::RootCertStore::empty();
-    use rustls::pki_types::pem::PemObject;
-    roots
-        .add(rustls::pki_types::CertificateDer::from_pem_slice(ca.as_bytes()).unwrap())
-        .unwrap();
-    let tls = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let tls = kruise_webhook::server::tls::client_config(ca.as_bytes(), &[b"http/1.1"]).unwrap();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(tls));
     let tcp = tokio::net::TcpStream::connect(server.tls_addr())
         .await

@@ -92,6 +92,17 @@ pub fn execute(
     }
 }
 
+/// A fresh ECDSA P-256 key and certificate parameters whose subject is just `common_name`.
+fn fresh_key_and_params(common_name: &str) -> Result<(KeyPair, CertificateParams), rcgen::Error> {
+    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    Ok((key, params))
+}
+
 /// A new self-signed CA as (certificate PEM, PKCS#8 key PEM): CN `webhook-cert-ca`, CA, may sign
 /// certificates and CRLs, valid `ca_validity` from now (back-dated by [`CLOCK_SKEW`]). The serial is
 /// rcgen's default, a hash of the fresh random public key, so it is random too.
@@ -100,12 +111,7 @@ fn new_ca(now: OffsetDateTime, policy: &Policy) -> Result<(String, String), Cert
         what: "the CA",
         source,
     };
-    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(generate)?;
-    let mut params = CertificateParams::default();
-    params.distinguished_name = DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, CA_COMMON_NAME);
+    let (key, mut params) = fresh_key_and_params(CA_COMMON_NAME).map_err(generate)?;
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -212,12 +218,8 @@ impl CaSigner {
             what: "the serving certificate",
             source,
         };
-        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(generate)?;
-        let mut params = CertificateParams::default();
-        params.distinguished_name = DistinguishedName::new();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, policy.common_name.as_str());
+        let (key, mut params) =
+            fresh_key_and_params(policy.common_name.as_str()).map_err(generate)?;
         params.subject_alt_names = policy
             .dns_names
             .iter()

@@ -85,3 +85,29 @@ pub fn server_config(store: Arc<CertStore>) -> Arc<ServerConfig> {
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Arc::new(config)
 }
+
+/// A client configuration that trusts only the CAs in `ca_pem` (ring provider, TLS 1.2/1.3), offering the
+/// given ALPN protocols: how the apiserver (and our tests and load bench) talk to this server.
+///
+/// # Errors
+/// [`TlsError::Certificate`] when the PEM holds no usable certificate.
+pub fn client_config(ca_pem: &[u8], alpn: &[&[u8]]) -> Result<rustls::ClientConfig, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem) {
+        let cert = cert.map_err(|e| TlsError::Certificate(e.to_string()))?;
+        roots
+            .add(cert)
+            .map_err(|e| TlsError::Certificate(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(TlsError::NoCertificate);
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| TlsError::Certificate(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(config)
+}

@@ -57,19 +57,8 @@ pub fn read(path: &Path) -> String {
 /// A TLS client that trusts only the PEM CA bundle given (HTTP/1.1 and h2 offered via ALPN).
 pub fn tls_client(ca_pem: &str, reuse_connections: bool) -> reqwest::Client {
     kruise_webhook::install_crypto_provider();
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let tls = kruise_webhook::server::tls::client_config(ca_pem.as_bytes(), &[b"h2", b"http/1.1"])
+        .unwrap();
     let mut builder = reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .timeout(std::time::Duration::from_secs(10));
