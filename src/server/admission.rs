@@ -14,7 +14,7 @@ use bytes::Bytes;
 use futures::FutureExt;
 use http_body_util::{BodyExt, Limited};
 
-use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, ReviewError};
+use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse};
 use kruise_webhooks::deletion_protection::{self, Facts};
 use kruise_webhooks::registry::WebhookSpec;
 use kruise_webhooks::verdict::SideEffect;
@@ -176,10 +176,8 @@ async fn admit_body(
 ) -> Result<(Vec<u8>, u16), Early> {
     check_content_type(headers)?;
     let bytes = read_body(headers, body, state.config.body_timeout).await?;
-    let review = admission::decode_review(&bytes).map_err(|e| match e {
-        ReviewError::Empty => Early::new(StatusCode::BAD_REQUEST, e.to_string()),
-        _ => Early::new(StatusCode::BAD_REQUEST, e.to_string()),
-    })?;
+    let review = admission::decode_review(&bytes)
+        .map_err(|e| Early::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let req = &review.request;
     tracing::debug!(uid = %req.uid, object = ?req.object, old_object = ?req.old_object, "admission request");
     let outcome = AssertUnwindSafe(async {

@@ -230,11 +230,6 @@ impl FeatureGates {
     pub fn enabled(&self, gate: &str) -> bool {
         self.enabled.get(gate).copied().unwrap_or(false)
     }
-
-    /// Every gate name known, for help texts.
-    pub fn names() -> impl Iterator<Item = Gate> {
-        GATES.iter().map(|(n, _, _)| *n)
-    }
 }
 
 impl std::str::FromStr for FeatureGates {

@@ -41,11 +41,6 @@ pub enum Handler {
 }
 
 impl Handler {
-    /// A stable name for metrics labels and logs: the registered webhook's name.
-    pub fn webhook_name(self) -> &'static str {
-        self.spec().name
-    }
-
     /// The webhook's registration.
     pub fn spec(self) -> &'static WebhookSpec {
         WEBHOOKS
