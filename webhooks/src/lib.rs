@@ -17,6 +17,7 @@ pub mod fixture;
 pub mod patch;
 pub mod registry;
 pub mod selector;
+pub mod sidecarset;
 pub mod verdict;
 pub mod view;
 

@@ -1,0 +1,5 @@
+//! SidecarSet (spec/sidecarset.md; DECISIONS 12 and 13): the defaulting webhook and its hashes, candidate
+//! selection, and (in progress) pod injection.
+
+pub mod defaults;
+pub mod hash;

@@ -1,0 +1,1 @@
+//! SidecarSet defaulting (spec/sidecarset.md §7.1).

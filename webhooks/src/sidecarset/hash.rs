@@ -1,0 +1,1 @@
+//! SidecarSet hashes (spec/sidecarset.md §7.2).
