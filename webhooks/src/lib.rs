@@ -9,6 +9,7 @@
 //! loaded from YAML for tests, benches and `kruise-webhook review`).
 
 pub mod admission;
+pub mod api;
 pub mod conversion;
 pub mod deletion_protection;
 pub mod error;

@@ -3,3 +3,4 @@
 
 pub mod defaults;
 pub mod hash;
+pub mod select;

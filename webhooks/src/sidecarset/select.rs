@@ -1,0 +1,391 @@
+//! Which SidecarSets a pod is a candidate for, and whether it matches (spec/sidecarset.md §4.3).
+//!
+//! [`SidecarSetIndex`] keys every SidecarSet by the namespaces its `namespaceSelector` pins
+//! (`kubernetes.io/metadata.name`), or by `clusterScope`; a pod create looks at its namespace's bucket and
+//! the cluster-scoped one only, so SidecarSets that cannot match are never scanned (OpenKruise issue 1546).
+//! Each bucket iterates in name order (DECISIONS 12).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::api::sidecarset::SidecarSet;
+use crate::selector;
+
+/// Index value of SidecarSets not pinned to namespaces.
+pub const CLUSTER_SCOPE: &str = "clusterScope";
+/// The namespace name label the apiserver sets on every Namespace.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The index values of a SidecarSet (§4.3 step 2): `matchLabels[kubernetes.io/metadata.name]`, else the
+/// values of the first `In` expression on that key, else `clusterScope`.
+pub fn index_values(set: &SidecarSet) -> Vec<String> {
+    let Some(ns) = &set.spec.namespace_selector else {
+        return vec![CLUSTER_SCOPE.to_owned()];
+    };
+    if let Some(name) = ns
+        .match_labels
+        .as_ref()
+        .and_then(|m| m.get(NAMESPACE_NAME_LABEL))
+    {
+        return vec![name.clone()];
+    }
+    let first_in = ns
+        .match_expressions
+        .iter()
+        .flatten()
+        .find(|e| e.key == NAMESPACE_NAME_LABEL && e.operator == "In");
+    match first_in
+        .and_then(|e| e.values.clone())
+        .filter(|v| !v.is_empty())
+    {
+        Some(values) => values,
+        None => vec![CLUSTER_SCOPE.to_owned()],
+    }
+}
+
+/// SidecarSets by index value, each bucket in name order.
+#[derive(Debug, Default, Clone)]
+pub struct SidecarSetIndex {
+    buckets: HashMap<String, BTreeMap<String, Arc<SidecarSet>>>,
+    keys: HashMap<String, Vec<String>>,
+}
+
+impl SidecarSetIndex {
+    /// Adds or replaces a SidecarSet (by name).
+    pub fn upsert(&mut self, set: Arc<SidecarSet>) {
+        let name = set.name().to_owned();
+        self.remove(&name);
+        let keys = index_values(&set);
+        for key in &keys {
+            self.buckets
+                .entry(key.clone())
+                .or_default()
+                .insert(name.clone(), set.clone());
+        }
+        self.keys.insert(name, keys);
+    }
+
+    /// Removes a SidecarSet by name.
+    pub fn remove(&mut self, name: &str) {
+        for key in self.keys.remove(name).unwrap_or_default() {
+            if let Some(bucket) = self.buckets.get_mut(&key) {
+                bucket.remove(name);
+                if bucket.is_empty() {
+                    self.buckets.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// How many SidecarSets are indexed.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The candidates for a pod in `namespace` (`""` reads as `default`): that namespace's bucket, then the
+    /// cluster-scoped bucket, each in name order. A SidecarSet pinned to several namespaces appears once.
+    pub fn candidates<'a>(
+        &'a self,
+        namespace: &str,
+    ) -> impl Iterator<Item = &'a Arc<SidecarSet>> + 'a {
+        let namespace = if namespace.is_empty() {
+            "default"
+        } else {
+            namespace
+        };
+        let pinned = self
+            .buckets
+            .get(namespace)
+            .into_iter()
+            .flat_map(|b| b.values());
+        let cluster = self
+            .buckets
+            .get(CLUSTER_SCOPE)
+            .into_iter()
+            .flat_map(|b| b.values());
+        pinned.chain(cluster)
+    }
+}
+
+/// A selector the apiserver would refuse to evaluate: Go's `LabelSelectorAsSelector` errors, which fail the
+/// request with 500 (§4.3 step 3.2).
+pub fn selector_error(sel: &LabelSelector) -> Option<String> {
+    for e in sel.match_expressions.iter().flatten() {
+        let values = e.values.as_deref().unwrap_or_default();
+        match e.operator.as_str() {
+            "In" | "NotIn" if values.is_empty() => {
+                return Some("values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty".into());
+            }
+            "Exists" | "DoesNotExist" if !values.is_empty() => {
+                return Some(format!(
+                    "values: Invalid value: {values:?}: values set must be empty for exists and does not exist"
+                ));
+            }
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => return Some(format!("{other:?} is not a valid label selector operator")),
+        }
+    }
+    None
+}
+
+fn is_empty_selector(sel: &LabelSelector) -> bool {
+    sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty())
+}
+
+/// Whether the pod matches the SidecarSet (`PodMatchedSidecarSet`). `namespace_labels` are the labels of
+/// the pod's Namespace, `None` when it does not exist.
+///
+/// # Errors
+/// The selector's error text when `spec.selector` cannot be evaluated (the request then fails with 500).
+pub fn pod_matches(
+    set: &SidecarSet,
+    pod_labels: &BTreeMap<String, String>,
+    namespace_labels: Option<&BTreeMap<String, String>>,
+) -> Result<bool, String> {
+    if let Some(ns_selector) = &set.spec.namespace_selector {
+        // A Namespace that cannot be read, or a selector that cannot be evaluated, is no match.
+        let Some(labels) = namespace_labels else {
+            return Ok(false);
+        };
+        if selector_error(ns_selector).is_some() || !selector::matches(ns_selector, labels) {
+            return Ok(false);
+        }
+    }
+    let Some(sel) = &set.spec.selector else {
+        return Ok(false);
+    };
+    if let Some(e) = selector_error(sel) {
+        return Err(e);
+    }
+    // An empty selector selects everything in Go, and Kruise then treats that as "no match".
+    Ok(!is_empty_selector(sel) && selector::matches(sel, pod_labels))
+}
+
+/// The SidecarSets to inject into a pod, before revision choice (§4.3 steps 3-5): candidates in index order,
+/// paused ones skipped, matching ones kept, then every base of a matched canary removed.
+///
+/// # Errors
+/// A selector error of a candidate (500).
+pub fn matching<'a>(
+    candidates: impl IntoIterator<Item = &'a Arc<SidecarSet>>,
+    pod_labels: &BTreeMap<String, String>,
+    namespace_labels: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<Arc<SidecarSet>>, String> {
+    let mut matched: Vec<Arc<SidecarSet>> = Vec::new();
+    let mut bases: Vec<String> = Vec::new();
+    for set in candidates {
+        if set.spec.injection_strategy.paused || matched.iter().any(|m| m.name() == set.name()) {
+            continue;
+        }
+        if pod_matches(set, pod_labels, namespace_labels)? {
+            if let Some(base) = set.canary_base() {
+                bases.push(base.to_owned());
+            }
+            matched.push(set.clone());
+        }
+    }
+    matched.retain(|s| !bases.iter().any(|b| b == s.name()));
+    Ok(matched)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn set(name: &str, spec: serde_json::Value, annotations: serde_json::Value) -> Arc<SidecarSet> {
+        Arc::new(
+            serde_json::from_value(
+                json!({"metadata": {"name": name, "annotations": annotations}, "spec": spec}),
+            )
+            .unwrap(),
+        )
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn index_values_follow_the_namespace_selector() {
+        let pinned = set(
+            "a",
+            json!({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "ns1"}}}),
+            json!({}),
+        );
+        assert_eq!(index_values(&pinned), ["ns1"]);
+        let listed = set(
+            "b",
+            json!({"namespaceSelector": {"matchExpressions": [
+            {"key": "team", "operator": "In", "values": ["x"]},
+            {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": ["ns1", "ns2"]}]}}),
+            json!({}),
+        );
+        assert_eq!(index_values(&listed), ["ns1", "ns2"]);
+        let by_label = set(
+            "c",
+            json!({"namespaceSelector": {"matchLabels": {"team": "x"}}}),
+            json!({}),
+        );
+        assert_eq!(index_values(&by_label), [CLUSTER_SCOPE]);
+        assert_eq!(
+            index_values(&set("d", json!({}), json!({}))),
+            [CLUSTER_SCOPE]
+        );
+    }
+
+    #[test]
+    fn candidates_are_the_namespace_then_cluster_scope_each_by_name() {
+        let mut index = SidecarSetIndex::default();
+        for (name, ns) in [
+            ("z", Some("ns1")),
+            ("a", None),
+            ("m", Some("ns1")),
+            ("b", Some("other")),
+            ("c", None),
+        ] {
+            let spec = match ns {
+                Some(ns) => {
+                    json!({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: ns}}})
+                }
+                None => json!({}),
+            };
+            index.upsert(set(name, spec, json!({})));
+        }
+        let names: Vec<&str> = index.candidates("ns1").map(|s| s.name()).collect();
+        assert_eq!(names, ["m", "z", "a", "c"]);
+        let names: Vec<&str> = index.candidates("").map(|s| s.name()).collect();
+        assert_eq!(names, ["a", "c"], "an empty namespace reads as default");
+        index.upsert(set("m", json!({}), json!({})));
+        let names: Vec<&str> = index.candidates("ns1").map(|s| s.name()).collect();
+        assert_eq!(
+            names,
+            ["z", "a", "c", "m"],
+            "an update moves the set to its new bucket"
+        );
+        index.remove("z");
+        assert_eq!(index.len(), 4);
+        assert_eq!(index.candidates("ns1").count(), 3);
+    }
+
+    #[test]
+    fn nil_and_empty_selectors_match_nothing_and_bad_operators_fail() {
+        let pod = labels(&[("app", "web")]);
+        let ns = labels(&[(NAMESPACE_NAME_LABEL, "default")]);
+        assert_eq!(
+            pod_matches(&set("a", json!({}), json!({})), &pod, Some(&ns)),
+            Ok(false)
+        );
+        assert_eq!(
+            pod_matches(
+                &set("a", json!({"selector": {}}), json!({})),
+                &pod,
+                Some(&ns)
+            ),
+            Ok(false)
+        );
+        assert_eq!(
+            pod_matches(
+                &set(
+                    "a",
+                    json!({"selector": {"matchLabels": {"app": "web"}}}),
+                    json!({})
+                ),
+                &pod,
+                Some(&ns)
+            ),
+            Ok(true)
+        );
+        let bad = set(
+            "a",
+            json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Near"}]}}),
+            json!({}),
+        );
+        assert_eq!(
+            pod_matches(&bad, &pod, Some(&ns)),
+            Err("\"Near\" is not a valid label selector operator".into())
+        );
+        let no_values = set(
+            "a",
+            json!({"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]}}),
+            json!({}),
+        );
+        assert!(pod_matches(&no_values, &pod, Some(&ns)).is_err());
+    }
+
+    #[test]
+    fn namespace_selector_needs_an_existing_matching_namespace() {
+        let pod = labels(&[("app", "web")]);
+        let s = set(
+            "a",
+            json!({"selector": {"matchLabels": {"app": "web"}}, "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+            json!({}),
+        );
+        assert_eq!(
+            pod_matches(&s, &pod, None),
+            Ok(false),
+            "a namespace that cannot be read is no match"
+        );
+        assert_eq!(
+            pod_matches(&s, &pod, Some(&labels(&[("env", "dev")]))),
+            Ok(false)
+        );
+        assert_eq!(
+            pod_matches(&s, &pod, Some(&labels(&[("env", "prod")]))),
+            Ok(true)
+        );
+        let bad_ns = set(
+            "a",
+            json!({"selector": {"matchLabels": {"app": "web"}}, "namespaceSelector": {"matchExpressions": [{"key": "env", "operator": "Near"}]}}),
+            json!({}),
+        );
+        assert_eq!(
+            pod_matches(&bad_ns, &pod, Some(&labels(&[]))),
+            Ok(false),
+            "an invalid namespaceSelector is no match, not an error"
+        );
+    }
+
+    #[test]
+    fn paused_sets_are_skipped_and_a_canary_replaces_its_base() {
+        let pod = labels(&[("app", "web")]);
+        let ns = labels(&[]);
+        let sel = json!({"matchLabels": {"app": "web"}});
+        let sets = [
+            set("base", json!({"selector": sel}), json!({})),
+            set(
+                "canary",
+                json!({"selector": sel}),
+                json!({"apps.kruise.io/sidecarset-canary": "true", "apps.kruise.io/sidecarset-base": "base"}),
+            ),
+            set(
+                "paused",
+                json!({"selector": sel, "injectionStrategy": {"paused": true}}),
+                json!({}),
+            ),
+            set(
+                "other",
+                json!({"selector": {"matchLabels": {"app": "db"}}}),
+                json!({}),
+            ),
+            set("plain", json!({"selector": sel}), json!({})),
+        ];
+        let names: Vec<String> = matching(sets.iter(), &pod, Some(&ns))
+            .unwrap()
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect();
+        assert_eq!(names, ["canary", "plain"]);
+    }
+}
