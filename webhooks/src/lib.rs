@@ -15,6 +15,7 @@ pub mod deletion_protection;
 pub mod error;
 pub mod features;
 pub mod fixture;
+pub mod gojson;
 pub mod patch;
 pub mod registry;
 pub mod selector;

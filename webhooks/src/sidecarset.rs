@@ -3,4 +3,5 @@
 
 pub mod defaults;
 pub mod hash;
+pub mod inject;
 pub mod select;

@@ -1,0 +1,734 @@
+//! SidecarSet injection into a pod on CREATE (spec/sidecarset.md §4.5-4.8, §6.1; DECISIONS 12 and 13).
+//!
+//! Entry point: [`inject`]. It edits the raw pod JSON in place (fields our types do not know survive), given
+//! the SidecarSets already chosen (§4.3, §4.4) in their order, the time of the request and the gates. The
+//! caller diffs the raw request object against the result.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::api::sidecarset::{
+    HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
+};
+use crate::gojson;
+
+/// `kruise.io/sidecarset-injected-list`.
+pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
+/// `kruise.io/sidecarset-working-hotupgrade-container`.
+pub const WORKING_HOT_UPGRADE_ANNOTATION: &str =
+    "kruise.io/sidecarset-working-hotupgrade-container";
+/// Env added to every injected container.
+pub const IS_INJECTED: &str = "IS_INJECTED";
+
+/// Why injection failed (the request is answered 500 with this text, §4.9).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InjectError {
+    /// A hash annotation on the pod that is neither the current nor the legacy shape (§4.6).
+    #[error(
+        "pod({namespace}/{name}) invalid annotations[{key}] value {value}, unmarshal failed: {reason}"
+    )]
+    InvalidHashAnnotation {
+        /// Pod namespace.
+        namespace: String,
+        /// Pod name.
+        name: String,
+        /// The annotation.
+        key: &'static str,
+        /// Its raw value.
+        value: String,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// `MergePatchJson` on a value that is not JSON (§4.5).
+    #[error("{0}")]
+    MergePatch(String),
+    /// `resourcesPolicy` could not be applied (§5).
+    #[error("{0}")]
+    ResourcesPolicy(String),
+}
+
+/// What injection needs besides the pod and the SidecarSets.
+#[derive(Debug, Clone, Copy)]
+pub struct InjectOptions<'a> {
+    /// `updateTimestamp` of new hash entries: RFC 3339, UTC, seconds.
+    pub now: &'a str,
+    /// Gate `EnableSortSidecarContainerByName`.
+    pub sort_containers_by_name: bool,
+}
+
+/// Applies `resourcesPolicy` (§5) to a sidecar container, given the names of every container of every matched
+/// SidecarSet and the pod. Supplied by the caller so this module stays independent of the calculator.
+pub type ResourcesPolicyFn<'a> = &'a dyn Fn(
+    &SidecarContainer,
+    &mut Map<String, Value>,
+    &BTreeSet<String>,
+    &Value,
+) -> Result<(), String>;
+
+/// One entry of the pod's hash annotations (`UpgradeSpec`), fields in Go's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeSpec {
+    /// When the entry was written (`null` for entries converted from the legacy shape).
+    #[serde(default)]
+    pub update_timestamp: Option<String>,
+    /// The SidecarSet's hash.
+    #[serde(default)]
+    pub hash: String,
+    /// The SidecarSet's name.
+    #[serde(default)]
+    pub sidecar_set_name: String,
+    /// The injected container names, sorted.
+    #[serde(default)]
+    pub sidecar_list: Option<Vec<String>>,
+    /// The SidecarSet's `status.latestRevision` (hash annotation only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_revision: Option<String>,
+}
+
+fn pod_meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
+    pod.pointer(&format!("/metadata/{field}"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
+    pod.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+}
+
+/// Reads a hash annotation: the current shape, else the legacy map of name to hash (§4.6).
+fn read_upgrade_specs(
+    pod: &Value,
+    key: &'static str,
+) -> Result<BTreeMap<String, UpgradeSpec>, InjectError> {
+    let Some(raw) = annotation(pod, key).filter(|v| !v.is_empty()) else {
+        return Ok(BTreeMap::new());
+    };
+    match serde_json::from_str::<BTreeMap<String, UpgradeSpec>>(raw) {
+        Ok(specs) => Ok(specs),
+        Err(current) => match serde_json::from_str::<BTreeMap<String, String>>(raw) {
+            Ok(legacy) => Ok(legacy
+                .into_iter()
+                .map(|(name, hash)| {
+                    let spec = UpgradeSpec {
+                        update_timestamp: None,
+                        hash,
+                        sidecar_set_name: name.clone(),
+                        sidecar_list: None,
+                        controller_revision: None,
+                    };
+                    (name, spec)
+                })
+                .collect()),
+            Err(_) => Err(InjectError::InvalidHashAnnotation {
+                namespace: pod_meta_str(pod, "namespace").to_owned(),
+                name: pod_meta_str(pod, "name").to_owned(),
+                key,
+                value: raw.to_owned(),
+                reason: current.to_string(),
+            }),
+        },
+    }
+}
+
+fn annotations_mut(pod: &mut Value) -> &mut Map<String, Value> {
+    let meta = pod
+        .as_object_mut()
+        .expect("a pod is an object")
+        .entry("metadata")
+        .or_insert_with(|| json!({}));
+    if !meta.is_object() {
+        *meta = json!({});
+    }
+    let annotations = meta
+        .as_object_mut()
+        .expect("checked above")
+        .entry("annotations")
+        .or_insert_with(|| json!({}));
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    annotations.as_object_mut().expect("checked above")
+}
+
+/// `patchPodMetadata` (§4.5): returns whether any annotation changed.
+///
+/// # Errors
+/// [`InjectError::MergePatch`] when `MergePatchJson` meets a value that is not JSON.
+pub fn patch_pod_metadata(
+    pod: &mut Value,
+    matched: &[Arc<SidecarSet>],
+) -> Result<bool, InjectError> {
+    let entries: Vec<_> = matched
+        .iter()
+        .flat_map(|s| s.spec.patch_pod_metadata.iter())
+        .collect();
+    if entries.is_empty() {
+        return Ok(false);
+    }
+    let annotations = annotations_mut(pod);
+    let before = annotations.clone();
+    for entry in entries {
+        for (key, value) in &entry.annotations {
+            let existing = annotations
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let next = match entry.patch_policy.as_str() {
+                "Overwrite" => value.clone(),
+                "MergePatchJson" => match existing.filter(|e| !e.is_empty()) {
+                    Some(existing) => {
+                        let mut doc: Value = serde_json::from_str(&existing).map_err(|e| {
+                            InjectError::MergePatch(format!(
+                                "invalid JSON document in annotation {key}: {e}"
+                            ))
+                        })?;
+                        let patch: Value = serde_json::from_str(value).map_err(|e| {
+                            InjectError::MergePatch(format!(
+                                "invalid JSON merge patch for annotation {key}: {e}"
+                            ))
+                        })?;
+                        json_patch::merge(&mut doc, &patch);
+                        gojson::to_string(&doc)
+                    }
+                    None => value.clone(),
+                },
+                // Retain, and an empty policy.
+                _ => match existing {
+                    Some(_) => continue,
+                    None => value.clone(),
+                },
+            };
+            annotations.insert(key.clone(), Value::String(next));
+        }
+    }
+    Ok(*annotations != before)
+}
+
+fn env_list(c: &Map<String, Value>) -> Vec<Value> {
+    c.get("env")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn env_name(e: &Value) -> &str {
+    e.get("name").and_then(Value::as_str).unwrap_or("")
+}
+
+fn list<'a>(c: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> + 'a {
+    c.get(key).and_then(Value::as_array).into_iter().flatten()
+}
+
+fn is_injected_sidecar(c: &Value) -> bool {
+    list(c, "env").any(|e| {
+        env_name(e) == IS_INJECTED && e.get("value").and_then(Value::as_str) == Some("true")
+    })
+}
+
+/// `$(NAME)` references of a subPathExpr.
+fn subpath_vars(expr: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(start) = rest.find("$(") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find(')') else { break };
+        let name = &after[..end];
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || "-._".contains(c))
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
+        if valid {
+            out.push(name);
+        }
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+/// The mounts of the app containers to share, and the envs their subPathExprs reference (§4.6 step 5.3).
+fn shared_mounts(pod: &Value) -> (Vec<Value>, Vec<Value>) {
+    let mut mounts = Vec::new();
+    let mut envs: Vec<Value> = Vec::new();
+    for c in list(&pod["spec"], "containers").filter(|c| !is_injected_sidecar(c)) {
+        for m in list(c, "volumeMounts") {
+            mounts.push(m.clone());
+            let expr = m.get("subPathExpr").and_then(Value::as_str).unwrap_or("");
+            for var in subpath_vars(expr) {
+                if let Some(e) = list(c, "env").find(|e| env_name(e) == var) {
+                    envs.push(e.clone());
+                }
+            }
+        }
+    }
+    (mounts, envs)
+}
+
+/// The env vars to transfer into a sidecar (§4.6 step 5.4).
+fn transfer_envs(sidecar: &SidecarContainer, pod: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for t in &sidecar.view.transfer_env {
+        let mut names: BTreeSet<&str> = t.env_names.iter().map(String::as_str).collect();
+        if !t.env_name.is_empty() {
+            names.insert(&t.env_name);
+        }
+        let source = match t
+            .source_container_name_from
+            .as_ref()
+            .and_then(|f| f.field_ref.as_ref())
+        {
+            None => t.source_container_name.clone(),
+            Some(field) => match field_ref_value(pod, &field.field_path) {
+                Some(v) => v,
+                // Any other fieldPath: the entry is skipped (and logged by OpenKruise).
+                None => continue,
+            },
+        };
+        for name in names {
+            let found = list(&pod["spec"], "containers")
+                .filter(|c| c.get("name").and_then(Value::as_str) == Some(source.as_str()))
+                .flat_map(|c| list(c, "env"))
+                .find(|e| env_name(e) == name);
+            if let Some(e) = found {
+                out.push(e.clone());
+            }
+        }
+    }
+    out
+}
+
+/// `metadata.annotations['k']` / `metadata.labels['k']` of the pod (`""` when absent); other paths: `None`.
+fn field_ref_value(pod: &Value, path: &str) -> Option<String> {
+    for (prefix, field) in [
+        ("metadata.annotations['", "annotations"),
+        ("metadata.labels['", "labels"),
+    ] {
+        if let Some(key) = path.strip_prefix(prefix).and_then(|k| k.strip_suffix("']")) {
+            let value = pod
+                .pointer(&format!("/metadata/{field}"))
+                .and_then(|m| m.get(key.to_lowercase().as_str()).or(m.get(key)));
+            return Some(value.and_then(Value::as_str).unwrap_or("").to_owned());
+        }
+    }
+    None
+}
+
+fn dedup_by_name(first: Vec<Value>, then: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for e in first.into_iter().chain(then) {
+        if !out.iter().any(|o| env_name(o) == env_name(&e)) {
+            out.push(e);
+        }
+    }
+    out
+}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// What one SidecarSet contributes.
+#[derive(Default)]
+struct Built {
+    init_containers: Vec<(Value, String)>,
+    containers: Vec<(Value, String)>,
+    volumes: Vec<Value>,
+    secrets: Vec<Value>,
+    hot_annotations: BTreeMap<String, String>,
+    work_map: BTreeMap<String, String>,
+}
+
+/// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; returns the container JSON.
+fn build_container(
+    sidecar: &SidecarContainer,
+    pod: &Value,
+    volumes_by_name: &BTreeMap<&str, &Value>,
+    injected_volumes: &mut Vec<Value>,
+    (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &BTreeSet<String>),
+) -> Result<Map<String, Value>, InjectError> {
+    let mut c = sidecar.as_pod_container();
+    if sidecar.view.resources_policy.is_some() {
+        resources_policy(sidecar, &mut c, all_sidecar_names, pod)
+            .map_err(InjectError::ResourcesPolicy)?;
+    }
+    let (shared, subpath_envs) = if sidecar.view.share_volume_policy.enabled() {
+        shared_mounts(pod)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let transfer = dedup_by_name(transfer_envs(sidecar, pod), subpath_envs);
+
+    let own_mounts: Vec<Value> = c
+        .get("volumeMounts")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let own_devices: Vec<Value> = c
+        .get("volumeDevices")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for name in own_mounts
+        .iter()
+        .chain(&own_devices)
+        .map(|m| str_field(m, "name"))
+    {
+        // Names missing from spec.volumes are skipped (OpenKruise logs a warning).
+        if let Some(v) = volumes_by_name.get(name) {
+            injected_volumes.push((*v).clone());
+        }
+    }
+    let mut mounts = own_mounts.clone();
+    let mut used: BTreeSet<String> = own_mounts
+        .iter()
+        .chain(&own_devices)
+        .map(|m| {
+            let path = str_field(m, "mountPath");
+            if path.is_empty() {
+                str_field(m, "devicePath").to_owned()
+            } else {
+                path.to_owned()
+            }
+        })
+        .collect();
+    for m in shared {
+        if used.insert(str_field(&m, "mountPath").to_owned()) {
+            mounts.push(m);
+        }
+    }
+    if !mounts.is_empty() {
+        c.insert("volumeMounts".into(), Value::Array(mounts.clone()));
+    }
+
+    let mut env = env_list(&c);
+    env.push(json!({"name": IS_INJECTED, "value": "true"}));
+    for e in transfer {
+        if !env.iter().any(|o| env_name(o) == env_name(&e)) {
+            env.push(e);
+        }
+    }
+    c.insert("env".into(), Value::Array(env));
+
+    if sidecar
+        .view
+        .share_volume_device_policy
+        .as_ref()
+        .is_some_and(|p| p.enabled())
+    {
+        let mut devices = own_devices.clone();
+        let mut used: BTreeSet<String> = own_devices
+            .iter()
+            .map(|d| str_field(d, "devicePath").to_owned())
+            .collect();
+        used.extend(mounts.iter().map(|m| str_field(m, "mountPath").to_owned()));
+        for d in list(&pod["spec"], "containers")
+            .filter(|c| !is_injected_sidecar(c))
+            .flat_map(|c| list(c, "volumeDevices"))
+        {
+            if used.insert(str_field(d, "devicePath").to_owned()) {
+                devices.push(d.clone());
+            }
+        }
+        if !devices.is_empty() {
+            c.insert("volumeDevices".into(), Value::Array(devices));
+        }
+    }
+    Ok(c)
+}
+
+/// The two hot-upgrade copies of a sidecar (§6.1) and their annotations.
+fn hot_upgrade(c: Map<String, Value>, sidecar: &SidecarContainer, built: &mut Built) -> [Value; 2] {
+    let name = sidecar.view.name.clone();
+    let copy = |suffix: &str, image: Option<&str>| {
+        let copy_name = format!("{name}{suffix}");
+        let mut c = c.clone();
+        c.insert("name".into(), Value::String(copy_name.clone()));
+        if let Some(image) = image {
+            c.insert("image".into(), Value::String(image.to_owned()));
+        }
+        let env = c.entry("env").or_insert_with(|| json!([]));
+        if let Some(env) = env.as_array_mut() {
+            for (var, prefix) in [
+                ("SIDECARSET_VERSION", "version"),
+                ("SIDECARSET_VERSION_ALT", "versionalt"),
+            ] {
+                env.push(json!({"name": var, "valueFrom": {"fieldRef": {
+                    "fieldPath": format!("metadata.annotations['{prefix}.sidecarset.kruise.io/{copy_name}']")}}}));
+            }
+        }
+        Value::Object(c)
+    };
+    let first = copy("-1", None);
+    let second = copy(
+        "-2",
+        Some(&sidecar.view.upgrade_strategy.hot_upgrade_empty_image),
+    );
+    for (copy_name, version, alt) in [
+        (format!("{name}-1"), "1", "0"),
+        (format!("{name}-2"), "0", "1"),
+    ] {
+        built.hot_annotations.insert(
+            format!("version.sidecarset.kruise.io/{copy_name}"),
+            version.into(),
+        );
+        built.hot_annotations.insert(
+            format!("versionalt.sidecarset.kruise.io/{copy_name}"),
+            alt.into(),
+        );
+    }
+    built.work_map.insert(name.clone(), format!("{name}-1"));
+    [first, second]
+}
+
+fn is_hot(sidecar: &SidecarContainer) -> bool {
+    sidecar.view.upgrade_strategy.upgrade_type == "HotUpgrade"
+}
+
+/// Injects `matched` (already chosen revisions, in order) into the raw pod (§4.5-4.8). Returns whether the
+/// pod changed.
+///
+/// # Errors
+/// [`InjectError`] for a corrupt hash annotation, a merge patch on non-JSON, or a resources policy failure.
+pub fn inject(
+    pod: &mut Value,
+    matched: &[Arc<SidecarSet>],
+    options: InjectOptions<'_>,
+    resources_policy: ResourcesPolicyFn<'_>,
+) -> Result<bool, InjectError> {
+    if matched.is_empty() || !pod.is_object() {
+        return Ok(false);
+    }
+    let metadata_changed = patch_pod_metadata(pod, matched)?;
+    let mut hashes = read_upgrade_specs(pod, HASH_ANNOTATION)?;
+    let mut hashes_without_image = read_upgrade_specs(pod, HASH_WITHOUT_IMAGE_ANNOTATION)?;
+    let mut work_map: BTreeMap<String, String> = annotation(pod, WORKING_HOT_UPGRADE_ANNOTATION)
+        .and_then(|v| serde_json::from_str(v).ok())
+        .unwrap_or_default();
+    let mut names: BTreeSet<String> = annotation(pod, INJECTED_LIST_ANNOTATION)
+        .filter(|v| !v.is_empty())
+        .map(|v| v.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let all_sidecar_names: BTreeSet<String> = matched
+        .iter()
+        .flat_map(|s| s.spec.init_containers.iter().chain(&s.spec.containers))
+        .map(|c| c.view.name.clone())
+        .collect();
+
+    let mut built = Built::default();
+    for set in matched {
+        names.insert(set.name().to_owned());
+        let volumes_by_name: BTreeMap<&str, &Value> = set
+            .spec
+            .volumes
+            .iter()
+            .map(|v| (str_field(v, "name"), v))
+            .collect();
+        let mut sidecar_list: Vec<String> = Vec::new();
+        let mut injected_any = false;
+        for ic in &set.spec.init_containers {
+            if ic.is_native_sidecar() {
+                sidecar_list.push(ic.view.name.clone());
+            }
+            let c = build_container(
+                ic,
+                pod,
+                &volumes_by_name,
+                &mut built.volumes,
+                (resources_policy, &all_sidecar_names),
+            )?;
+            injected_any = true;
+            let policy = ic.view.pod_inject_policy.clone();
+            if ic.is_native_sidecar() && is_hot(ic) {
+                for copy in hot_upgrade(c, ic, &mut built) {
+                    built.init_containers.push((copy, policy.clone()));
+                }
+            } else {
+                built.init_containers.push((Value::Object(c), policy));
+            }
+        }
+        built
+            .secrets
+            .extend(set.spec.image_pull_secrets.iter().map(|s| json!(s)));
+        for sc in &set.spec.containers {
+            sidecar_list.push(sc.view.name.clone());
+            let c = build_container(
+                sc,
+                pod,
+                &volumes_by_name,
+                &mut built.volumes,
+                (resources_policy, &all_sidecar_names),
+            )?;
+            injected_any = true;
+            let policy = sc.view.pod_inject_policy.clone();
+            if is_hot(sc) {
+                for copy in hot_upgrade(c, sc, &mut built) {
+                    built.containers.push((copy, policy.clone()));
+                }
+            } else {
+                built.containers.push((Value::Object(c), policy));
+            }
+        }
+        if injected_any {
+            sidecar_list.sort();
+            let entry = |hash: Option<&str>, revision: Option<String>| UpgradeSpec {
+                update_timestamp: Some(options.now.to_owned()),
+                hash: hash.unwrap_or("").to_owned(),
+                sidecar_set_name: set.name().to_owned(),
+                sidecar_list: Some(sidecar_list.clone()),
+                controller_revision: revision,
+            };
+            let revision = set
+                .status
+                .as_ref()
+                .and_then(|s| s.latest_revision.clone())
+                .filter(|r| !r.is_empty());
+            hashes.insert(
+                set.name().to_owned(),
+                entry(set.annotation(HASH_ANNOTATION), revision),
+            );
+            hashes_without_image.insert(
+                set.name().to_owned(),
+                entry(set.annotation(HASH_WITHOUT_IMAGE_ANNOTATION), None),
+            );
+        }
+    }
+    if built.init_containers.is_empty() && built.containers.is_empty() {
+        return Ok(metadata_changed);
+    }
+    work_map.extend(std::mem::take(&mut built.work_map));
+    apply(
+        pod,
+        built,
+        options,
+        hashes,
+        hashes_without_image,
+        work_map,
+        names,
+    );
+    Ok(true)
+}
+
+/// §4.7 merge rule: same-name pod containers are replaced in place; others go before (BeforeAppContainer)
+/// or after (anything else) the pod's own.
+fn merge_containers(existing: Vec<Value>, injected: Vec<(Value, String)>) -> Vec<Value> {
+    let mut existing = existing;
+    let mut before = Vec::new();
+    let mut after = Vec::new();
+    for (c, policy) in injected {
+        let name = str_field(&c, "name").to_owned();
+        if let Some(slot) = existing.iter_mut().find(|e| str_field(e, "name") == name) {
+            *slot = c;
+        } else if policy == "BeforeAppContainer" {
+            before.push(c);
+        } else {
+            after.push(c);
+        }
+    }
+    before.into_iter().chain(existing).chain(after).collect()
+}
+
+fn apply(
+    pod: &mut Value,
+    built: Built,
+    options: InjectOptions<'_>,
+    hashes: BTreeMap<String, UpgradeSpec>,
+    hashes_without_image: BTreeMap<String, UpgradeSpec>,
+    work_map: BTreeMap<String, String>,
+    names: BTreeSet<String>,
+) {
+    let Built {
+        mut init_containers,
+        mut containers,
+        volumes,
+        secrets,
+        hot_annotations,
+        ..
+    } = built;
+    let spec = pod
+        .as_object_mut()
+        .expect("a pod is an object")
+        .entry("spec")
+        .or_insert_with(|| json!({}));
+    let take = |spec: &mut Value, key: &str| {
+        spec.get_mut(key)
+            .and_then(Value::as_array_mut)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    };
+
+    init_containers.sort_by(|a, b| str_field(&a.0, "name").cmp(str_field(&b.0, "name")));
+    if !init_containers.is_empty() {
+        let merged = merge_containers(take(spec, "initContainers"), init_containers);
+        spec["initContainers"] = Value::Array(merged);
+    }
+    if options.sort_containers_by_name {
+        containers.sort_by(|a, b| str_field(&a.0, "name").cmp(str_field(&b.0, "name")));
+    }
+    if !containers.is_empty() {
+        let merged = merge_containers(take(spec, "containers"), containers);
+        spec["containers"] = Value::Array(merged);
+    }
+    if !volumes.is_empty() {
+        let mut all = take(spec, "volumes");
+        for v in volumes {
+            if !all
+                .iter()
+                .any(|o| str_field(o, "name") == str_field(&v, "name"))
+            {
+                all.push(v);
+            }
+        }
+        spec["volumes"] = Value::Array(all);
+    }
+    let had_secrets = spec.get("imagePullSecrets").is_some();
+    let mut all_secrets: Vec<Value> = Vec::new();
+    for s in take(spec, "imagePullSecrets").into_iter().chain(secrets) {
+        if !all_secrets
+            .iter()
+            .any(|o| str_field(o, "name") == str_field(&s, "name"))
+        {
+            all_secrets.push(s);
+        }
+    }
+    if !all_secrets.is_empty() {
+        spec["imagePullSecrets"] = Value::Array(all_secrets);
+    } else if had_secrets {
+        spec.as_object_mut()
+            .expect("spec is an object")
+            .remove("imagePullSecrets");
+    }
+
+    let annotations = annotations_mut(pod);
+    annotations.insert(
+        HASH_ANNOTATION.into(),
+        Value::String(gojson::to_string(&hashes)),
+    );
+    annotations.insert(
+        HASH_WITHOUT_IMAGE_ANNOTATION.into(),
+        Value::String(gojson::to_string(&hashes_without_image)),
+    );
+    annotations.insert(
+        INJECTED_LIST_ANNOTATION.into(),
+        Value::String(names.into_iter().collect::<Vec<_>>().join(",")),
+    );
+    if !work_map.is_empty() {
+        annotations.insert(
+            WORKING_HOT_UPGRADE_ANNOTATION.into(),
+            Value::String(gojson::to_string(&work_map)),
+        );
+    }
+    for (k, v) in hot_annotations {
+        annotations.insert(k, Value::String(v));
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,588 @@
+//! spec/sidecarset.md §11 scenarios of injection proper (revision choice and resources policy are tested
+//! where they live). Expected values are written from the spec.
+
+use super::*;
+use serde_json::json;
+
+const NOW: &str = "2026-11-21T10:00:00Z";
+
+fn opts() -> InjectOptions<'static> {
+    InjectOptions {
+        now: NOW,
+        sort_containers_by_name: false,
+    }
+}
+
+fn no_resources(
+    _: &SidecarContainer,
+    _: &mut Map<String, Value>,
+    _: &BTreeSet<String>,
+    _: &Value,
+) -> Result<(), String> {
+    Err("resourcesPolicy must not be consulted here".into())
+}
+
+/// The base pod of §11.
+fn pod() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "test-pod", "namespace": "default", "labels": {"app": "suxing-test"}, "creationTimestamp": null},
+        "spec": {
+            "initContainers": [{"name": "init-0", "image": "busybox"}],
+            "containers": [{"name": "nginx", "image": "nginx:1.15.1",
+                            "env": [{"name": "hello1", "value": "world1"}, {"name": "hello2", "value": "world2"}],
+                            "volumeMounts": [{"name": "volume-a", "mountPath": "/a/b"}, {"name": "volume-b", "mountPath": "/e/f"}]}],
+            "volumes": [{"name": "volume-a", "emptyDir": {}}, {"name": "volume-b", "emptyDir": {}}]
+        }
+    })
+}
+
+fn sidecar_set(name: &str, spec: Value) -> Arc<SidecarSet> {
+    Arc::new(
+        serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": name, "annotations": {HASH_ANNOTATION: format!("{name}-hash"), HASH_WITHOUT_IMAGE_ANNOTATION: format!("{name}-wo")}},
+            "spec": spec
+        }))
+        .unwrap(),
+    )
+}
+
+/// sidecarset1 of §11.
+fn sidecarset1() -> Arc<SidecarSet> {
+    sidecar_set(
+        "sidecarset1",
+        json!({
+            "selector": {"matchLabels": {"app": "suxing-test"}},
+            "initContainers": [
+                {"name": "init-2", "image": "busybox:1.0.0", "podInjectPolicy": "AfterAppContainer", "shareVolumePolicy": {"type": "disabled"}},
+                {"name": "init-1", "image": "busybox:1.0.0", "podInjectPolicy": "AfterAppContainer", "shareVolumePolicy": {"type": "disabled"}}],
+            "containers": [
+                {"name": "dns-f", "image": "dns-f-image:1.0", "podInjectPolicy": "BeforeAppContainer", "shareVolumePolicy": {"type": "disabled"}},
+                {"name": "log-agent", "image": "log-agent-image:1.0", "podInjectPolicy": "AfterAppContainer", "shareVolumePolicy": {"type": "disabled"}}]
+        }),
+    )
+}
+
+fn run(pod: &mut Value, sets: &[Arc<SidecarSet>]) -> Result<bool, InjectError> {
+    inject(pod, sets, opts(), &no_resources)
+}
+
+fn names(pod: &Value, key: &str) -> Vec<String> {
+    pod["spec"][key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn container<'a>(pod: &'a Value, key: &str, name: &str) -> &'a Value {
+    pod["spec"][key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap()
+}
+
+fn ann<'a>(pod: &'a Value, key: &str) -> &'a str {
+    pod["metadata"]["annotations"][key].as_str().unwrap()
+}
+
+#[test]
+fn basic_injection_order_and_is_injected() {
+    // §11 scenario 2.
+    let mut p = pod();
+    assert!(run(&mut p, &[sidecarset1()]).unwrap());
+    assert_eq!(names(&p, "containers"), ["dns-f", "nginx", "log-agent"]);
+    assert_eq!(names(&p, "initContainers"), ["init-0", "init-1", "init-2"]);
+    for (key, name) in [
+        ("containers", "dns-f"),
+        ("containers", "log-agent"),
+        ("initContainers", "init-1"),
+        ("initContainers", "init-2"),
+    ] {
+        assert_eq!(
+            container(&p, key, name)["env"],
+            json!([{"name": "IS_INJECTED", "value": "true"}]),
+            "{name}"
+        );
+        assert!(
+            container(&p, key, name).get("podInjectPolicy").is_none(),
+            "Kruise fields are not injected"
+        );
+    }
+    assert!(container(&p, "containers", "nginx").get("env").is_some());
+    assert_eq!(
+        p["metadata"]["creationTimestamp"],
+        Value::Null,
+        "unknown and null fields survive"
+    );
+}
+
+#[test]
+fn hash_annotations_have_openkruises_exact_shape() {
+    // §11 scenarios 5, 6 and 22.
+    let mut set = (*sidecarset1()).clone();
+    set.status = Some(crate::api::sidecarset::SidecarSetStatus {
+        latest_revision: Some("sidecarset1-abc".into()),
+        ..Default::default()
+    });
+    let plain_init_only = sidecar_set(
+        "plain",
+        json!({"selector": {"matchLabels": {"app": "x"}},
+        "initContainers": [{"name": "init-x", "image": "busybox"}]}),
+    );
+    let mut p = pod();
+    run(&mut p, &[Arc::new(set), plain_init_only]).unwrap();
+    assert_eq!(
+        ann(&p, HASH_ANNOTATION),
+        r#"{"plain":{"updateTimestamp":"2026-11-21T10:00:00Z","hash":"plain-hash","sidecarSetName":"plain","sidecarList":[]},"sidecarset1":{"updateTimestamp":"2026-11-21T10:00:00Z","hash":"sidecarset1-hash","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"],"controllerRevision":"sidecarset1-abc"}}"#
+    );
+    assert_eq!(
+        ann(&p, HASH_WITHOUT_IMAGE_ANNOTATION),
+        r#"{"plain":{"updateTimestamp":"2026-11-21T10:00:00Z","hash":"plain-wo","sidecarSetName":"plain","sidecarList":[]},"sidecarset1":{"updateTimestamp":"2026-11-21T10:00:00Z","hash":"sidecarset1-wo","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"]}}"#
+    );
+    assert_eq!(ann(&p, INJECTED_LIST_ANNOTATION), "plain,sidecarset1");
+}
+
+#[test]
+fn legacy_hash_annotation_is_kept_in_the_new_shape() {
+    // §11 scenario 7.
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({HASH_ANNOTATION: r#"{"sidecarset-test":"bv6d2fbw97"}"#});
+    run(&mut p, &[sidecarset1()]).unwrap();
+    let specs: Value = serde_json::from_str(ann(&p, HASH_ANNOTATION)).unwrap();
+    assert_eq!(
+        specs["sidecarset-test"],
+        json!({"updateTimestamp": null, "hash": "bv6d2fbw97", "sidecarSetName": "sidecarset-test", "sidecarList": null})
+    );
+    assert!(specs.get("sidecarset1").is_some());
+}
+
+#[test]
+fn corrupt_hash_annotation_fails_the_request() {
+    // §11 scenario 8.
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({HASH_ANNOTATION: "not-json"});
+    let err = run(&mut p, &[sidecarset1()]).unwrap_err().to_string();
+    assert!(err.starts_with("pod(default/test-pod) invalid annotations[kruise.io/sidecarset-hash] value not-json, unmarshal failed:"), "{err}");
+}
+
+#[test]
+fn image_pull_secrets_are_deduplicated_pod_first() {
+    // §11 scenario 9.
+    let secrets = |names: &[&str]| Value::Array(names.iter().map(|n| json!({"name": n})).collect());
+    let set = |sidecar: &[&str]| {
+        sidecar_set(
+            "s",
+            json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [{"name": "c", "image": "i"}], "imagePullSecrets": secrets(sidecar)}),
+        )
+    };
+    for (pod_secrets, sidecar, want) in [
+        (
+            Some(vec!["s2", "s3", "s3"]),
+            vec!["s0", "s1", "s2"],
+            vec!["s2", "s3", "s0", "s1"],
+        ),
+        (
+            Some(vec!["s3", "s4", "s5"]),
+            vec!["s0", "s1", "s2"],
+            vec!["s3", "s4", "s5", "s0", "s1", "s2"],
+        ),
+        (None, vec!["s0", "s1", "s2"], vec!["s0", "s1", "s2"]),
+        (Some(vec!["s3", "s4", "s5"]), vec![], vec!["s3", "s4", "s5"]),
+    ] {
+        let mut p = pod();
+        if let Some(ps) = pod_secrets {
+            p["spec"]["imagePullSecrets"] = secrets(&ps);
+        }
+        run(&mut p, &[set(&sidecar)]).unwrap();
+        assert_eq!(p["spec"]["imagePullSecrets"], secrets(&want));
+    }
+}
+
+#[test]
+fn only_referenced_volumes_are_injected_and_the_pods_own_win() {
+    // §11 scenarios 10, 11 and 12.
+    let set = sidecar_set(
+        "sidecarset2",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "initContainers": [{"name": "dns-e", "image": "i", "volumeMounts": [{"name": "volume-1", "mountPath": "/v1"}]}],
+        "containers": [{"name": "dns-f", "image": "i", "volumeMounts": [{"name": "volume-1", "mountPath": "/v1"}, {"name": "volume-a", "mountPath": "/va"}],
+                        "volumeDevices": [{"name": "disk0", "devicePath": "/dev/nvme1"}]}],
+        "volumes": [{"name": "volume-1", "emptyDir": {}}, {"name": "volume-2", "emptyDir": {}}, {"name": "volume-a", "hostPath": {"path": "/x"}}]}),
+    );
+    let mut p = pod();
+    run(&mut p, &[set]).unwrap();
+    assert_eq!(names(&p, "volumes"), ["volume-a", "volume-b", "volume-1"]);
+    assert_eq!(
+        container(&p, "volumes", "volume-a"),
+        &json!({"name": "volume-a", "emptyDir": {}}),
+        "the pod's own volume wins"
+    );
+    assert_eq!(
+        container(&p, "containers", "dns-f")["volumeDevices"],
+        json!([{"name": "disk0", "devicePath": "/dev/nvme1"}])
+    );
+}
+
+#[test]
+fn share_volume_policy_adds_the_app_mounts_once() {
+    // §11 scenario 13.
+    let mut p = pod();
+    p["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "volume-a", "mountPath": "/a/b"}, {"name": "volume-b", "mountPath": "/e/f"}, {"name": "volume-s", "mountPath": "/staragent"}]);
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "initContainers": [{"name": "dns-e", "image": "i", "shareVolumePolicy": {"type": "enabled"},
+            "volumeMounts": [{"name": "v1", "mountPath": "/g/h/i"}, {"name": "v2", "mountPath": "/j/k/l"}, {"name": "volume-s", "mountPath": "/staragent"}]}],
+        "containers": [{"name": "dns-f", "image": "i", "shareVolumePolicy": {"type": "enabled"},
+            "volumeMounts": [{"name": "v1", "mountPath": "/a/b/c"}, {"name": "v2", "mountPath": "/d/e/f"}, {"name": "volume-s", "mountPath": "/staragent"}]}]}),
+    );
+    run(&mut p, &[set]).unwrap();
+    let paths = |key: &str, name: &str| -> Vec<String> {
+        container(&p, key, name)["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["mountPath"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        paths("initContainers", "dns-e"),
+        ["/g/h/i", "/j/k/l", "/staragent", "/a/b", "/e/f"]
+    );
+    assert_eq!(
+        paths("containers", "dns-f"),
+        ["/a/b/c", "/d/e/f", "/staragent", "/a/b", "/e/f"]
+    );
+}
+
+#[test]
+fn shared_subpath_expr_mounts_bring_their_envs() {
+    // §11 scenario 14.
+    let mut p = pod();
+    let app = &mut p["spec"]["containers"][0];
+    app["volumeMounts"].as_array_mut().unwrap().push(json!({"name": "volume-expansion", "mountPath": "/e/expansion", "subPathExpr": "foo/$(POD_NAME)/$(OD_NAME)/conf"}));
+    app["env"] = json!([{"name": "POD_NAME", "value": "bar"}, {"name": "OD_NAME", "value": "od_name"}, {"name": "OTHER", "value": "x"}]);
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [{"name": "dns-f", "image": "i", "shareVolumePolicy": {"type": "enabled"}}]}),
+    );
+    run(&mut p, &[set]).unwrap();
+    let c = container(&p, "containers", "dns-f");
+    assert!(
+        c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["mountPath"] == "/e/expansion")
+    );
+    assert_eq!(
+        c["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "POD_NAME", "value": "bar"}, {"name": "OD_NAME", "value": "od_name"}])
+    );
+}
+
+#[test]
+fn transfer_env_copies_sorted_names_and_never_overrides() {
+    // §11 scenarios 15, 16 and 17.
+    let mut p = pod();
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "initContainers": [{"name": "dns-e", "image": "i", "transferEnv": [{"sourceContainerName": "nginx", "envName": "hello2"}]}],
+        "containers": [{"name": "dns-f", "image": "i", "transferEnv": [{"sourceContainerName": "nginx", "envName": "hello2"}]}]}),
+    );
+    run(&mut p, &[set]).unwrap();
+    for (key, name) in [("initContainers", "dns-e"), ("containers", "dns-f")] {
+        assert_eq!(
+            container(&p, key, name)["env"],
+            json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "hello2", "value": "world2"}])
+        );
+    }
+
+    let mut p = pod();
+    p["metadata"]["labels"]["source"] = json!("nginx");
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [{"name": "dns-f", "image": "i", "transferEnv": [{"sourceContainerNameFrom": {"fieldRef": {"fieldPath": "metadata.labels['source']"}}, "envNames": ["hello2", "hello1"]}]}]}),
+    );
+    run(&mut p, &[set]).unwrap();
+    assert_eq!(
+        container(&p, "containers", "dns-f")["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "hello1", "value": "world1"}, {"name": "hello2", "value": "world2"}])
+    );
+
+    let mut p = pod();
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [{"name": "dns-f", "image": "i", "env": [{"name": "hello2", "value": "mine"}], "transferEnv": [{"sourceContainerName": "nginx", "envName": "hello2"}]}]}),
+    );
+    run(&mut p, &[set]).unwrap();
+    assert_eq!(
+        container(&p, "containers", "dns-f")["env"],
+        json!([{"name": "hello2", "value": "mine"}, {"name": "IS_INJECTED", "value": "true"}])
+    );
+}
+
+#[test]
+fn merge_rule_replaces_in_place_and_places_by_policy() {
+    // §11 scenarios 18 and 38.
+    let injected = || {
+        vec![
+            (
+                json!({"name": "new-sidecar-1"}),
+                "BeforeAppContainer".to_owned(),
+            ),
+            (
+                json!({"name": "sidecar-1", "image": "new"}),
+                "AfterAppContainer".to_owned(),
+            ),
+            (json!({"name": "sidecar-2"}), "AfterAppContainer".to_owned()),
+        ]
+    };
+    let names = |v: Vec<Value>| {
+        v.iter()
+            .map(|c| c["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let merged = merge_containers(
+        vec![
+            json!({"name": "sidecar-1", "image": "old"}),
+            json!({"name": "app-container"}),
+            json!({"name": "sidecar-2"}),
+        ],
+        injected(),
+    );
+    assert_eq!(merged[1]["image"], "new", "replaced in place");
+    assert_eq!(
+        names(merged),
+        ["new-sidecar-1", "sidecar-1", "app-container", "sidecar-2"]
+    );
+    assert_eq!(
+        names(merge_containers(
+            vec![json!({"name": "app-container"})],
+            injected()
+        )),
+        ["new-sidecar-1", "app-container", "sidecar-1", "sidecar-2"]
+    );
+}
+
+#[test]
+fn init_containers_are_sorted_then_placed_by_policy() {
+    // §11 scenario 19.
+    let mut p = pod();
+    p["spec"]["initContainers"] = json!([{"name": "app1-init"}, {"name": "app2-init"}]);
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "initContainers": [{"name": "a-init", "image": "i", "podInjectPolicy": "AfterAppContainer"},
+                           {"name": "c-init", "image": "i", "podInjectPolicy": "BeforeAppContainer"},
+                           {"name": "b-init", "image": "i", "podInjectPolicy": "BeforeAppContainer"}]}),
+    );
+    run(&mut p, &[set]).unwrap();
+    assert_eq!(
+        names(&p, "initContainers"),
+        ["b-init", "c-init", "app1-init", "app2-init", "a-init"]
+    );
+}
+
+#[test]
+fn sort_by_name_gate_orders_containers() {
+    // §11 scenario 20.
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [{"name": "zeta", "image": "i", "podInjectPolicy": "BeforeAppContainer"}, {"name": "alpha", "image": "i", "podInjectPolicy": "BeforeAppContainer"}]}),
+    );
+    let mut p = pod();
+    run(&mut p, std::slice::from_ref(&set)).unwrap();
+    assert_eq!(names(&p, "containers"), ["zeta", "alpha", "nginx"]);
+    let mut p = pod();
+    inject(
+        &mut p,
+        &[set],
+        InjectOptions {
+            sort_containers_by_name: true,
+            ..opts()
+        },
+        &no_resources,
+    )
+    .unwrap();
+    assert_eq!(names(&p, "containers"), ["alpha", "zeta", "nginx"]);
+}
+
+#[test]
+fn native_sidecars_and_hot_upgrade_init_containers() {
+    // §11 scenario 21.
+    let s1 = sidecar_set(
+        "sidecarset-1",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "initContainers": [{"name": "init-1", "image": "i", "restartPolicy": "Always"}]}),
+    );
+    let s2 = sidecar_set(
+        "sidecarset-2",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "initContainers": [{"name": "hot-init", "image": "hot:v1", "restartPolicy": "Always",
+                            "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:v1"}}]}),
+    );
+    let mut p = pod();
+    run(&mut p, &[s1, s2]).unwrap();
+    assert_eq!(
+        names(&p, "initContainers"),
+        ["init-0", "hot-init-1", "hot-init-2", "init-1"]
+    );
+    let hashes: Value = serde_json::from_str(ann(&p, HASH_ANNOTATION)).unwrap();
+    assert_eq!(hashes["sidecarset-1"]["sidecarList"], json!(["init-1"]));
+    assert_eq!(hashes["sidecarset-2"]["sidecarList"], json!(["hot-init"]));
+    assert_eq!(
+        ann(&p, WORKING_HOT_UPGRADE_ANNOTATION),
+        r#"{"hot-init":"hot-init-1"}"#
+    );
+    for (k, v) in [
+        ("version.sidecarset.kruise.io/hot-init-1", "1"),
+        ("versionalt.sidecarset.kruise.io/hot-init-1", "0"),
+        ("version.sidecarset.kruise.io/hot-init-2", "0"),
+        ("versionalt.sidecarset.kruise.io/hot-init-2", "1"),
+    ] {
+        assert_eq!(ann(&p, k), v, "{k}");
+    }
+    assert_eq!(
+        ann(&p, INJECTED_LIST_ANNOTATION),
+        "sidecarset-1,sidecarset-2"
+    );
+    assert_eq!(
+        container(&p, "initContainers", "hot-init-2")["image"],
+        "empty:v1"
+    );
+    assert_eq!(
+        container(&p, "initContainers", "hot-init-1")["image"],
+        "hot:v1"
+    );
+}
+
+#[test]
+fn hot_upgrade_container_gets_two_copies_with_version_envs() {
+    // §11 scenario 23.
+    let mut set = (*sidecarset1()).clone();
+    set.spec.init_containers.clear();
+    let mut dns: Value = serde_json::to_value(&set.spec.containers[0]).unwrap();
+    dns["upgradeStrategy"] =
+        json!({"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "busy:hotupgrade-empty"});
+    set.spec.containers[0] = serde_json::from_value(dns).unwrap();
+    let mut p = pod();
+    run(&mut p, &[Arc::new(set)]).unwrap();
+    assert_eq!(
+        names(&p, "containers"),
+        ["dns-f-1", "dns-f-2", "nginx", "log-agent"]
+    );
+    assert_eq!(
+        container(&p, "containers", "dns-f-1")["image"],
+        "dns-f-image:1.0"
+    );
+    assert_eq!(
+        container(&p, "containers", "dns-f-2")["image"],
+        "busy:hotupgrade-empty"
+    );
+    assert_eq!(
+        container(&p, "containers", "dns-f-1")["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"},
+               {"name": "SIDECARSET_VERSION", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['version.sidecarset.kruise.io/dns-f-1']"}}},
+               {"name": "SIDECARSET_VERSION_ALT", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['versionalt.sidecarset.kruise.io/dns-f-1']"}}}])
+    );
+    let hashes: Value = serde_json::from_str(ann(&p, HASH_ANNOTATION)).unwrap();
+    assert_eq!(hashes["sidecarset1"]["hash"], "sidecarset1-hash");
+    assert_eq!(
+        hashes["sidecarset1"]["sidecarList"],
+        json!(["dns-f", "log-agent"])
+    );
+    assert_eq!(
+        ann(&p, WORKING_HOT_UPGRADE_ANNOTATION),
+        r#"{"dns-f":"dns-f-1"}"#
+    );
+}
+
+#[test]
+fn patch_pod_metadata_policies() {
+    // §11 scenarios 24, 25 and 26.
+    let with_patches = |name: &str, patches: Value| {
+        sidecar_set(
+            name,
+            json!({"selector": {"matchLabels": {"app": "suxing-test"}}, "patchPodMetadata": patches}),
+        )
+    };
+    let mut p = pod();
+    let changed = patch_pod_metadata(&mut p, &[
+        with_patches("sidecarset1", json!([{"annotations": {"key1": "{\"log-agent\":1}"}, "patchPolicy": "MergePatchJson"},
+                                           {"annotations": {"key": "envoy=1,log=2"}, "patchPolicy": "Retain"}])),
+        with_patches("sidecarset2", json!([{"annotations": {"key1": "{\"envoy\":2}"}, "patchPolicy": "MergePatchJson"}])),
+    ]).unwrap();
+    assert!(changed);
+    assert_eq!(ann(&p, "key1"), r#"{"envoy":2,"log-agent":1}"#);
+    assert_eq!(ann(&p, "key"), "envoy=1,log=2");
+
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({"key1": "old", "key2": "old"});
+    patch_pod_metadata(&mut p, &[with_patches("s", json!([{"annotations": {"key1": "value1"}, "patchPolicy": "Retain"},
+                                                          {"annotations": {"key2": "value2"}, "patchPolicy": "Overwrite"}]))]).unwrap();
+    assert_eq!((ann(&p, "key1"), ann(&p, "key2")), ("old", "value2"));
+
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({"key1": "{\"log-agent\":1}"});
+    let changed = patch_pod_metadata(&mut p, &[with_patches("s", json!([{"annotations": {"key1": "{\"log-agent\":1}"}, "patchPolicy": "MergePatchJson"}]))]).unwrap();
+    assert!(!changed);
+
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({"key1": "not json"});
+    assert!(
+        patch_pod_metadata(
+            &mut p,
+            &[with_patches(
+                "s",
+                json!([{"annotations": {"key1": "{}"}, "patchPolicy": "MergePatchJson"}])
+            )]
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn metadata_only_change_is_returned_without_containers() {
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}}, "patchPodMetadata": [{"annotations": {"k": "v"}}]}),
+    );
+    let mut p = pod();
+    assert!(run(&mut p, &[set]).unwrap());
+    assert_eq!(ann(&p, "k"), "v");
+    assert!(
+        p["metadata"]["annotations"]
+            .get(INJECTED_LIST_ANNOTATION)
+            .is_none(),
+        "nothing injected, no injection annotations"
+    );
+}
+
+#[test]
+fn injecting_twice_changes_nothing_more() {
+    let mut once = pod();
+    run(&mut once, &[sidecarset1()]).unwrap();
+    let mut twice = once.clone();
+    run(&mut twice, &[sidecarset1()]).unwrap();
+    assert_eq!(names(&twice, "containers"), names(&once, "containers"));
+    assert_eq!(
+        names(&twice, "initContainers"),
+        names(&once, "initContainers")
+    );
+    assert_eq!(
+        twice["metadata"]["annotations"],
+        once["metadata"]["annotations"]
+    );
+}
