@@ -4,13 +4,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ClusterView;
+use crate::api::sidecarset::SidecarSet;
 use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
+use crate::sidecarset::select::SidecarSetIndex;
+use crate::view::SidecarSetView;
 
 /// Why a document could not be loaded. Messages name the source and the document.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +47,8 @@ pub struct FixtureCluster {
     namespaces: BTreeMap<String, Arc<Namespace>>,
     pods: BTreeMap<String, Vec<Arc<Pod>>>,
     claims: BTreeMap<String, Vec<Arc<PersistentVolumeClaim>>>,
+    sidecar_sets: SidecarSetIndex,
+    revisions: Vec<Arc<ControllerRevision>>,
     objects: Vec<Arc<Value>>,
 }
 
@@ -195,6 +201,37 @@ impl FixtureCluster {
             .unwrap_or_default();
         labels.insert("kubernetes.io/metadata.name".into(), name.into());
         labels
+    }
+}
+
+impl SidecarSetView for FixtureCluster {
+    fn sidecar_set_candidates(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
+        self.sidecar_sets.candidates(namespace).cloned().collect()
+    }
+    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
+        self.revisions
+            .iter()
+            .find(|r| {
+                r.metadata.namespace.as_deref() == Some(namespace)
+                    && r.metadata.name.as_deref() == Some(name)
+            })
+            .cloned()
+    }
+    fn controller_revisions(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<ControllerRevision>> {
+        self.revisions
+            .iter()
+            .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
+            .filter(|r| {
+                labels
+                    .iter()
+                    .all(|(k, v)| r.metadata.labels.as_ref().and_then(|l| l.get(k)) == Some(v))
+            })
+            .cloned()
+            .collect()
     }
 }
 

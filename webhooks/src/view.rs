@@ -3,7 +3,12 @@
 
 use std::sync::Arc;
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
+
+use crate::api::sidecarset::SidecarSet;
 
 /// Questions a webhook may ask about the cluster. Answers come from caches: they never block.
 pub trait ClusterView {
@@ -13,6 +18,21 @@ pub trait ClusterView {
     fn pods_in(&self, namespace: &str) -> Vec<Arc<Pod>>;
     /// Every PersistentVolumeClaim in a namespace.
     fn persistent_volume_claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>>;
+}
+
+/// The SidecarSets and ControllerRevisions injection reads. Implemented over informer caches in the server
+/// and over YAML in [`crate::fixture`].
+pub trait SidecarSetView {
+    /// Candidate SidecarSets for a pod in `namespace` (spec/sidecarset.md §4.3 step 2, each bucket in name order).
+    fn sidecar_set_candidates(&self, namespace: &str) -> Vec<Arc<SidecarSet>>;
+    /// A ControllerRevision by namespace and name.
+    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>>;
+    /// ControllerRevisions of a namespace carrying every one of `labels`.
+    fn controller_revisions(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<ControllerRevision>>;
 }
 
 /// A view of an empty cluster (requests that need no cluster state, benches).
