@@ -205,8 +205,12 @@ impl FixtureCluster {
 }
 
 impl SidecarSetView for FixtureCluster {
-    fn sidecar_set_candidates(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
-        self.sidecar_sets.candidates(namespace).cloned().collect()
+    fn sidecar_set_candidates(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<SidecarSet>> {
+        self.sidecar_sets.candidates_for(namespace, labels)
     }
     fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
         self.revisions

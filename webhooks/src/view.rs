@@ -23,8 +23,13 @@ pub trait ClusterView {
 /// The SidecarSets and ControllerRevisions injection reads. Implemented over informer caches in the server
 /// and over YAML in [`crate::fixture`].
 pub trait SidecarSetView {
-    /// Candidate SidecarSets for a pod in `namespace` (spec/sidecarset.md §4.3 step 2, each bucket in name order).
-    fn sidecar_set_candidates(&self, namespace: &str) -> Vec<Arc<SidecarSet>>;
+    /// Candidate SidecarSets for a pod with `labels` in `namespace` (spec/sidecarset.md §4.3 step 2, each
+    /// bucket in name order), without those that cannot match ([`crate::sidecarset::select::SidecarSetIndex::candidates_for`]).
+    fn sidecar_set_candidates(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<SidecarSet>>;
     /// A ControllerRevision by namespace and name.
     fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>>;
     /// ControllerRevisions of a namespace carrying every one of `labels`.

@@ -45,11 +45,85 @@ pub fn index_values(set: &SidecarSet) -> Vec<String> {
     }
 }
 
+/// The first `matchLabels` pair of a SidecarSet's selector: a pod without that label cannot match, so the
+/// index files the set under it and a pod create only looks at the sets whose anchor it carries.
+fn anchor(set: &SidecarSet) -> Option<(String, String)> {
+    set.spec
+        .selector
+        .as_ref()?
+        .match_labels
+        .as_ref()?
+        .iter()
+        .next()
+        .map(|(k, v)| (k.clone(), v.clone()))
+}
+
+/// One index value's SidecarSets: all of them by name, and by anchor label.
+#[derive(Debug, Default, Clone)]
+struct Bucket {
+    by_name: BTreeMap<String, Arc<SidecarSet>>,
+    anchored: HashMap<(String, String), BTreeMap<String, Arc<SidecarSet>>>,
+    unanchored: BTreeMap<String, Arc<SidecarSet>>,
+}
+
+impl Bucket {
+    fn insert(&mut self, name: &str, set: Arc<SidecarSet>) {
+        match anchor(&set) {
+            Some(a) => self
+                .anchored
+                .entry(a)
+                .or_default()
+                .insert(name.to_owned(), set.clone()),
+            None => self.unanchored.insert(name.to_owned(), set.clone()),
+        };
+        self.by_name.insert(name.to_owned(), set);
+    }
+
+    fn remove(&mut self, name: &str) {
+        let Some(set) = self.by_name.remove(name) else {
+            return;
+        };
+        match anchor(&set) {
+            Some(a) => {
+                if let Some(group) = self.anchored.get_mut(&a) {
+                    group.remove(name);
+                    if group.is_empty() {
+                        self.anchored.remove(&a);
+                    }
+                }
+            }
+            None => {
+                self.unanchored.remove(name);
+            }
+        }
+    }
+
+    /// The sets a pod with these labels may match, in name order.
+    fn for_labels(&self, labels: &BTreeMap<String, String>, out: &mut Vec<Arc<SidecarSet>>) {
+        let start = out.len();
+        out.extend(self.unanchored.values().cloned());
+        for (k, v) in labels {
+            if let Some(group) = self.anchored.get(&(k.clone(), v.clone())) {
+                out.extend(group.values().cloned());
+            }
+        }
+        out[start..].sort_by(|a, b| a.name().cmp(b.name()));
+    }
+}
+
 /// SidecarSets by index value, each bucket in name order.
 #[derive(Debug, Default, Clone)]
 pub struct SidecarSetIndex {
-    buckets: HashMap<String, BTreeMap<String, Arc<SidecarSet>>>,
+    buckets: HashMap<String, Bucket>,
     keys: HashMap<String, Vec<String>>,
+}
+
+fn bucket_key(namespace: &str) -> &str {
+    if namespace.is_empty() {
+        "default"
+    } else {
+        namespace
+    }
 }
 
 impl SidecarSetIndex {
@@ -62,7 +136,7 @@ impl SidecarSetIndex {
             self.buckets
                 .entry(key.clone())
                 .or_default()
-                .insert(name.clone(), set.clone());
+                .insert(&name, set.clone());
         }
         self.keys.insert(name, keys);
     }
@@ -72,7 +146,7 @@ impl SidecarSetIndex {
         for key in self.keys.remove(name).unwrap_or_default() {
             if let Some(bucket) = self.buckets.get_mut(&key) {
                 bucket.remove(name);
-                if bucket.is_empty() {
+                if bucket.by_name.is_empty() {
                     self.buckets.remove(&key);
                 }
             }
@@ -89,28 +163,39 @@ impl SidecarSetIndex {
         self.keys.is_empty()
     }
 
-    /// The candidates for a pod in `namespace` (`""` reads as `default`): that namespace's bucket, then the
+    /// Every candidate for a pod in `namespace` (`""` reads as `default`): that namespace's bucket, then the
     /// cluster-scoped bucket, each in name order. A SidecarSet pinned to several namespaces appears once.
     pub fn candidates<'a>(
         &'a self,
         namespace: &str,
     ) -> impl Iterator<Item = &'a Arc<SidecarSet>> + 'a {
-        let namespace = if namespace.is_empty() {
-            "default"
-        } else {
-            namespace
-        };
         let pinned = self
             .buckets
-            .get(namespace)
+            .get(bucket_key(namespace))
             .into_iter()
-            .flat_map(|b| b.values());
+            .flat_map(|b| b.by_name.values());
         let cluster = self
             .buckets
             .get(CLUSTER_SCOPE)
             .into_iter()
-            .flat_map(|b| b.values());
+            .flat_map(|b| b.by_name.values());
         pinned.chain(cluster)
+    }
+
+    /// The candidates a pod with `labels` in `namespace` can match: [`SidecarSetIndex::candidates`] without the
+    /// SidecarSets whose first `matchLabels` pair the pod lacks (they cannot match). Same order.
+    pub fn candidates_for(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<SidecarSet>> {
+        let mut out = Vec::new();
+        for key in [bucket_key(namespace), CLUSTER_SCOPE] {
+            if let Some(bucket) = self.buckets.get(key) {
+                bucket.for_labels(labels, &mut out);
+            }
+        }
+        out
     }
 }
 
@@ -277,6 +362,40 @@ mod tests {
         index.remove("z");
         assert_eq!(index.len(), 4);
         assert_eq!(index.candidates("ns1").count(), 3);
+    }
+
+    #[test]
+    fn candidates_for_a_pod_skip_sets_whose_anchor_label_it_lacks() {
+        let mut index = SidecarSetIndex::default();
+        for (name, selector) in [
+            ("a", json!({"matchLabels": {"app": "web", "tier": "x"}})),
+            ("b", json!({"matchLabels": {"app": "db"}})),
+            (
+                "c",
+                json!({"matchExpressions": [{"key": "app", "operator": "Exists"}]}),
+            ),
+            ("d", json!({"matchLabels": {"app": "web"}})),
+        ] {
+            index.upsert(set(name, json!({"selector": selector}), json!({})));
+        }
+        let pod = labels(&[("app", "web"), ("tier", "y")]);
+        let names: Vec<String> = index
+            .candidates_for("ns", &pod)
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            ["a", "c", "d"],
+            "b cannot match; a is checked by matching proper; order by name"
+        );
+        index.remove("a");
+        let names: Vec<String> = index
+            .candidates_for("ns", &pod)
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect();
+        assert_eq!(names, ["c", "d"]);
     }
 
     #[test]
