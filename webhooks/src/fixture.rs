@@ -156,6 +156,13 @@ impl FixtureCluster {
                 .entry(namespace)
                 .or_default()
                 .push(typed(&obj, kind, name)?),
+            ("apps/v1", "ControllerRevision") => self.revisions.push(typed(&obj, kind, name)?),
+            ("apps.kruise.io/v1beta1" | "apps.kruise.io/v1alpha1", "SidecarSet") => {
+                // The apiserver serves v1beta1 through our conversion; files get the same.
+                let v1beta1 = crate::conversion::convert_object(&obj, "apps.kruise.io/v1beta1")
+                    .map_err(|e| e.to_string())?;
+                self.sidecar_sets.upsert(typed(&v1beta1, kind, name)?);
+            }
             _ => {}
         }
         self.objects.push(Arc::new(obj));

@@ -4,5 +4,5 @@
 pub mod defaults;
 pub mod hash;
 pub mod inject;
-// pub mod revision; (enabled with the SidecarSet hash)
+pub mod revision;
 pub mod select;

@@ -21,6 +21,10 @@ pub const HASH_WITHOUT_IMAGE_ANNOTATION: &str = "kruise.io/sidecarset-hash-witho
 pub const CANARY_ANNOTATION: &str = "apps.kruise.io/sidecarset-canary";
 /// `apps.kruise.io/sidecarset-base`.
 pub const BASE_ANNOTATION: &str = "apps.kruise.io/sidecarset-base";
+/// ControllerRevision label naming its SidecarSet.
+pub const SIDECARSET_NAME_LABEL: &str = "kruise.io/sidecarset-name";
+/// ControllerRevision label carrying the custom version.
+pub const CUSTOM_VERSION_LABEL: &str = "apps.kruise.io/sidecarset-custom-version";
 /// The Container fields Kruise adds to a SidecarContainer (stripped when a container is injected).
 pub const KRUISE_CONTAINER_FIELDS: &[&str] = &[
     "podInjectPolicy",
