@@ -17,7 +17,7 @@ pub mod features;
 pub mod fixture;
 pub mod gojson;
 pub mod patch;
-// pub mod pod; (enabled with the SidecarSet hash)
+pub mod pod;
 pub mod registry;
 pub mod selector;
 pub mod sidecarset;

@@ -1,0 +1,410 @@
+//! The chain end to end on a fixture cluster: the patch is applied to the raw request object and the result
+//! compared with what the spec says (spec/sidecarset.md §11, spec/pod-mutating-misc.md §3-4).
+
+use super::*;
+use crate::fixture::FixtureCluster;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::json;
+
+const NOW: &str = "2026-11-21T10:00:00Z";
+
+fn ctx(gates: &FeatureGates) -> PodContext<'_> {
+    PodContext {
+        gates,
+        now: NOW,
+        random: 0.5,
+        kruise_namespace: "kruise-system",
+    }
+}
+
+fn request(op: &str, pod: Value, sub_resource: &str) -> AdmissionRequest {
+    serde_json::from_str(
+        &json!({"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": sub_resource,
+                "namespace": "default", "operation": op, "object": pod, "oldObject": if op == "UPDATE" { pod.clone() } else { Value::Null }})
+        .to_string(),
+    )
+    .unwrap()
+}
+
+fn pod(labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"generateName": "web-", "labels": labels, "creationTimestamp": null, "x-unknown-meta": "kept"},
+           "spec": {"containers": [{"name": "app", "image": "app:1", "x-unknown-field": {"a": 1}}]},
+           "status": {}})
+}
+
+fn cluster(yaml: &str) -> FixtureCluster {
+    let mut c = FixtureCluster::default();
+    c.load_str(yaml, "test").unwrap();
+    c
+}
+
+const TWO_SETS: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: default}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: b-logging, annotations: {kruise.io/sidecarset-hash: hb, kruise.io/sidecarset-hash-without-image: wb}}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: log-agent, image: "log:1", podInjectPolicy: AfterAppContainer, shareVolumePolicy: {type: disabled}}]
+---
+apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata: {name: a-mesh, annotations: {kruise.io/sidecarset-hash: ha, kruise.io/sidecarset-hash-without-image: wa}}
+spec:
+  namespace: default
+  selector: {matchLabels: {app: web}}
+  containers: [{name: envoy, image: "envoy:1", podInjectPolicy: BeforeAppContainer, shareVolumePolicy: {type: disabled}}]
+  volumes: [{name: unused, emptyDir: {}}]
+"#;
+
+fn apply(req: &AdmissionRequest, verdict: &Verdict) -> Value {
+    let raw: Value = serde_json::from_str(req.object.as_ref().unwrap().get()).unwrap();
+    let patched = crate::patch::apply(&raw, &verdict.patch)
+        .expect("the patch applies to the raw request object");
+    let _: Pod = serde_json::from_value(patched.clone()).expect("the result decodes as a Pod");
+    patched
+}
+
+fn names(pod: &Value, key: &str) -> Vec<String> {
+    pod["spec"][key]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| c["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn two_sidecarsets_are_injected_in_one_patch_and_unknown_fields_survive() {
+    let gates = FeatureGates::default();
+    let view = cluster(TWO_SETS);
+    let req = request("CREATE", pod(json!({"app": "web"})), "");
+    let verdict = mutate(&req, &view, &ctx(&gates)).unwrap();
+    let out = apply(&req, &verdict);
+    assert_eq!(names(&out, "containers"), ["envoy", "app", "log-agent"]);
+    assert_eq!(
+        out["metadata"]["annotations"][inject::INJECTED_LIST_ANNOTATION],
+        "a-mesh,b-logging"
+    );
+    assert_eq!(out["metadata"]["x-unknown-meta"], "kept");
+    assert_eq!(
+        out["spec"]["containers"][1]["x-unknown-field"],
+        json!({"a": 1})
+    );
+    assert!(
+        out["metadata"].get("namespace").is_none(),
+        "the filled-in namespace is not part of the patch"
+    );
+    assert!(
+        out["spec"].get("volumes").is_none(),
+        "unreferenced SidecarSet volumes are not injected"
+    );
+    assert!(verdict.patch.iter().all(|op| {
+        !serde_json::to_string(op)
+            .unwrap()
+            .contains("/metadata/namespace")
+    }));
+}
+
+#[test]
+fn same_input_same_patch_whatever_the_load_order() {
+    let gates = FeatureGates::default();
+    let docs: Vec<&str> = TWO_SETS.split("\n---\n").collect();
+    let reversed = docs
+        .iter()
+        .rev()
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let req = request("CREATE", pod(json!({"app": "web"})), "");
+    let a = mutate(&req, &cluster(TWO_SETS), &ctx(&gates)).unwrap();
+    let b = mutate(&req, &cluster(&reversed), &ctx(&gates)).unwrap();
+    assert_eq!(
+        crate::patch::to_json(&a.patch),
+        crate::patch::to_json(&b.patch)
+    );
+}
+
+#[test]
+fn no_match_no_patch() {
+    // §11 scenario 1.
+    let gates = FeatureGates::default();
+    let req = request("CREATE", pod(json!({"app": "doesnt-match"})), "");
+    assert!(
+        mutate(&req, &cluster(TWO_SETS), &ctx(&gates))
+            .unwrap()
+            .patch
+            .is_empty()
+    );
+}
+
+#[test]
+fn update_subresource_and_inactive_pods_are_left_alone() {
+    // §11 scenarios 62, 63 and 64.
+    let gates = FeatureGates::default();
+    let view = cluster(TWO_SETS);
+    assert!(
+        mutate(
+            &request("UPDATE", pod(json!({"app": "web"})), ""),
+            &view,
+            &ctx(&gates)
+        )
+        .unwrap()
+        .patch
+        .is_empty()
+    );
+    assert!(
+        mutate(
+            &request("CREATE", pod(json!({"app": "web"})), "status"),
+            &view,
+            &ctx(&gates)
+        )
+        .unwrap()
+        .patch
+        .is_empty()
+    );
+    let mut done = pod(json!({"app": "web"}));
+    done["status"] = json!({"phase": "Succeeded"});
+    assert!(
+        mutate(&request("CREATE", done, ""), &view, &ctx(&gates))
+            .unwrap()
+            .patch
+            .is_empty()
+    );
+    let mut deleting = pod(json!({"app": "web"}));
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    assert!(
+        mutate(&request("CREATE", deleting, ""), &view, &ctx(&gates))
+            .unwrap()
+            .patch
+            .is_empty()
+    );
+}
+
+#[test]
+fn namespace_selector_and_kube_system() {
+    // §11 scenarios 35 and 36.
+    let gates = FeatureGates::default();
+    let sets = |selector: &str, ns_exists: bool| {
+        let ns = if ns_exists {
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: app1, labels: {ns: app1}}\n---\n"
+        } else {
+            ""
+        };
+        cluster(&format!(
+            "{ns}apiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {{name: s}}\nspec:\n  selector: {{matchLabels: {{app: web}}}}\n  namespaceSelector: {{matchLabels: {selector}}}\n  containers: [{{name: c, image: i}}]\n"
+        ))
+    };
+    let mut req = request("CREATE", pod(json!({"app": "web"})), "");
+    req.namespace = Some("app1".into());
+    assert!(
+        !mutate(&req, &sets("{ns: app1}", true), &ctx(&gates))
+            .unwrap()
+            .patch
+            .is_empty()
+    );
+    assert!(
+        mutate(&req, &sets("{ns: app2}", true), &ctx(&gates))
+            .unwrap()
+            .patch
+            .is_empty()
+    );
+    assert!(
+        mutate(&req, &sets("{ns: app1}", false), &ctx(&gates))
+            .unwrap()
+            .patch
+            .is_empty(),
+        "a missing namespace is no match"
+    );
+
+    let mut req = request("CREATE", pod(json!({"app": "web"})), "");
+    req.namespace = Some("kube-system".into());
+    let view = cluster(
+        "apiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {name: s}\nspec:\n  selector: {matchLabels: {app: web}}\n  containers: [{name: c, image: i}]\n",
+    );
+    assert!(
+        !mutate(&req, &view, &ctx(&gates)).unwrap().patch.is_empty(),
+        "kube-system is not ignored"
+    );
+}
+
+#[test]
+fn empty_selector_never_matches_and_canary_replaces_base() {
+    // §11 scenarios 34 and 37.
+    let gates = FeatureGates::default();
+    let empty = cluster(
+        "apiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {name: s}\nspec:\n  selector: {}\n  containers: [{name: c, image: i}]\n",
+    );
+    assert!(
+        mutate(
+            &request("CREATE", pod(json!({"app": "web"})), ""),
+            &empty,
+            &ctx(&gates)
+        )
+        .unwrap()
+        .patch
+        .is_empty()
+    );
+
+    let view = cluster(
+        r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: sc-base}
+spec: {selector: {matchLabels: {app: web}}, containers: [{name: envoy, image: "envoy:v1"}]}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: sc-canary, annotations: {apps.kruise.io/sidecarset-canary: "true", apps.kruise.io/sidecarset-base: sc-base}}
+spec: {selector: {matchLabels: {app: web, canary: "true"}}, containers: [{name: envoy, image: "envoy:v2"}]}
+"#,
+    );
+    let canary_req = request("CREATE", pod(json!({"app": "web", "canary": "true"})), "");
+    let out = apply(
+        &canary_req,
+        &mutate(&canary_req, &view, &ctx(&gates)).unwrap(),
+    );
+    let envoy = out["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "envoy")
+        .unwrap();
+    assert_eq!(envoy["image"], "envoy:v2");
+    assert_eq!(
+        out["metadata"]["annotations"][inject::INJECTED_LIST_ANNOTATION],
+        "sc-canary"
+    );
+    let base_req = request("CREATE", pod(json!({"app": "web"})), "");
+    let out = apply(&base_req, &mutate(&base_req, &view, &ctx(&gates)).unwrap());
+    assert_eq!(
+        out["metadata"]["annotations"][inject::INJECTED_LIST_ANNOTATION],
+        "sc-base"
+    );
+}
+
+#[test]
+fn historical_revision_is_injected_from_the_kruise_namespace() {
+    // §11 scenario 27 through the chain.
+    let gates = FeatureGates::default();
+    let view = cluster(
+        r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: sidecarset1}
+spec:
+  selector: {matchLabels: {app: web}}
+  injectionStrategy: {revision: {customVersion: sidecarset1-12345, policy: Always}}
+  initContainers: [{name: init-1, image: "busybox:2"}, {name: init-2, image: "busybox:2"}]
+  containers: [{name: dns-f, image: "dns:2"}, {name: log-agent, image: "log:2"}]
+---
+apiVersion: apps/v1
+kind: ControllerRevision
+metadata:
+  name: sidecarset1-12345
+  namespace: kruise-system
+  labels: {kruise.io/sidecarset-name: sidecarset1, apps.kruise.io/sidecarset-custom-version: sidecarset1-12345}
+  annotations: {kruise.io/sidecarset-hash: old-hash, kruise.io/sidecarset-hash-without-image: old-wo}
+revision: 3
+data: {spec: {"$patch": replace, initContainers: [{name: init-2, image: "busybox:1", podInjectPolicy: AfterAppContainer}], containers: [{name: dns-f, image: "dns:1", podInjectPolicy: BeforeAppContainer}]}}
+"#,
+    );
+    let req = request("CREATE", pod(json!({"app": "web"})), "");
+    let out = apply(&req, &mutate(&req, &view, &ctx(&gates)).unwrap());
+    assert_eq!(
+        names(&out, "containers"),
+        ["dns-f", "app"],
+        "2 containers in total are injected, not 4"
+    );
+    assert_eq!(names(&out, "initContainers"), ["init-2"]);
+    let hashes: Value = serde_json::from_str(
+        out["metadata"]["annotations"]["kruise.io/sidecarset-hash"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(hashes["sidecarset1"]["hash"], "old-hash");
+    assert_eq!(
+        hashes["sidecarset1"]["controllerRevision"],
+        "sidecarset1-12345"
+    );
+
+    let missing = cluster(
+        "apiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {name: sidecarset1}\nspec:\n  selector: {matchLabels: {app: web}}\n  injectionStrategy: {revision: {customVersion: none}}\n  containers: [{name: c, image: i}]\n",
+    );
+    let err = mutate(&req, &missing, &ctx(&gates)).unwrap_err();
+    assert_eq!(
+        (err.http_code(), err.to_string().as_str()),
+        (
+            500,
+            "internal error: ControllerRevision.apps \"sidecarset1\" not found"
+        )
+    );
+}
+
+#[test]
+fn readiness_gate_for_kruise_owned_pods() {
+    let gates = FeatureGates::default();
+    let mut p = pod(json!({}));
+    p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs", "uid": "1", "controller": true}]);
+    let req = request("CREATE", p.clone(), "");
+    let out = apply(
+        &req,
+        &mutate(&req, &FixtureCluster::default(), &ctx(&gates)).unwrap(),
+    );
+    assert_eq!(
+        out["spec"]["readinessGates"],
+        json!([{"conditionType": "KruisePodReady"}])
+    );
+
+    p["spec"]["readinessGates"] =
+        json!([{"conditionType": "Other"}, {"conditionType": "KruisePodReady"}]);
+    let req = request("CREATE", p, "");
+    assert!(
+        mutate(&req, &FixtureCluster::default(), &ctx(&gates))
+            .unwrap()
+            .patch
+            .is_empty(),
+        "already present"
+    );
+
+    let plain = request("CREATE", pod(json!({})), "");
+    assert!(
+        mutate(&plain, &FixtureCluster::default(), &ctx(&gates))
+            .unwrap()
+            .patch
+            .is_empty()
+    );
+    let all = FeatureGates::parse("KruisePodReadinessGate=true").unwrap();
+    assert!(
+        !mutate(&plain, &FixtureCluster::default(), &ctx(&all))
+            .unwrap()
+            .patch
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_pod_that_is_not_a_pod_is_a_400() {
+    let gates = FeatureGates::default();
+    for bad in [
+        json!("x"),
+        json!({"spec": {"containers": "x"}}),
+        json!({"metadata": {"labels": {"a": 1}}}),
+    ] {
+        let err = mutate(
+            &request("CREATE", bad, ""),
+            &FixtureCluster::default(),
+            &ctx(&gates),
+        )
+        .unwrap_err();
+        assert_eq!(err.http_code(), 400, "{err}");
+    }
+}
