@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
 use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
@@ -16,8 +19,11 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
+use kruise_webhooks::api::sidecarset::{SIDECARSET_NAME_LABEL, SidecarSet};
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
+use kruise_webhooks::sidecarset::select::SidecarSetIndex;
+use kruise_webhooks::view::SidecarSetView;
 
 /// How long the live custom-resource count may take before it counts as a list error.
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -244,5 +250,124 @@ impl ClusterView for Cluster {
             Self::Fixture(f) => f.persistent_volume_claims_in(namespace),
             Self::Live(c) => in_namespace(&c.claims, namespace),
         }
+    }
+}
+
+/// SidecarSets (in the candidate index the pod webhook reads) and the ControllerRevisions of the Kruise
+/// namespace that historical-revision injection restores from.
+#[derive(Clone)]
+pub struct SidecarSetCache {
+    index: Arc<std::sync::RwLock<SidecarSetIndex>>,
+    revisions: Store<ControllerRevision>,
+    synced: Arc<AtomicBool>,
+}
+
+impl SidecarSetCache {
+    /// Watches every SidecarSet and the SidecarSet ControllerRevisions of `kruise_namespace`.
+    pub fn start(client: &Client, kruise_namespace: &str) -> Self {
+        let index = Arc::new(std::sync::RwLock::new(SidecarSetIndex::default()));
+        let index_synced = Arc::new(AtomicBool::new(false));
+        let (writer_index, writer_synced) = (index.clone(), index_synced.clone());
+        let sets = watcher(
+            Api::<SidecarSet>::all(client.clone()),
+            watcher::Config::default().any_semantic(),
+        )
+        .default_backoff();
+        tokio::spawn(async move {
+            // A relist builds a fresh index aside and swaps it in whole, so readers never see half a list.
+            let mut fresh: Option<SidecarSetIndex> = None;
+            futures::pin_mut!(sets);
+            while let Some(event) = sets.next().await {
+                let write = || writer_index.write().unwrap_or_else(|p| p.into_inner());
+                match event {
+                    Ok(watcher::Event::Init) => fresh = Some(SidecarSetIndex::default()),
+                    Ok(watcher::Event::InitApply(set)) => fresh
+                        .get_or_insert_with(Default::default)
+                        .upsert(Arc::new(set)),
+                    Ok(watcher::Event::InitDone) => {
+                        *write() = fresh.take().unwrap_or_default();
+                        writer_synced.store(true, Ordering::Release);
+                    }
+                    Ok(watcher::Event::Apply(set)) => write().upsert(Arc::new(set)),
+                    Ok(watcher::Event::Delete(set)) => {
+                        write().remove(kruise_webhooks::api::sidecarset::SidecarSet::name(&set))
+                    }
+                    Err(e) => {
+                        tracing::warn!(kind = "SidecarSet", error = %e, "watch failed; retrying")
+                    }
+                }
+            }
+        });
+        let (reader, writer) = reflector::store();
+        let api = Api::<ControllerRevision>::namespaced(client.clone(), kruise_namespace);
+        let config = watcher::Config::default()
+            .any_semantic()
+            .labels(SIDECARSET_NAME_LABEL);
+        let stream = watcher(api, config)
+            .default_backoff()
+            .modify(|o| o.managed_fields_mut().clear());
+        tokio::spawn(async move {
+            reflector::reflector(writer, stream)
+                .for_each(|event| {
+                    if let Err(e) = event {
+                        tracing::warn!(kind = "ControllerRevision", error = %e, "watch failed; retrying");
+                    }
+                    futures::future::ready(())
+                })
+                .await;
+        });
+        let synced = Arc::new(AtomicBool::new(false));
+        let (revisions, all_synced) = (reader.clone(), synced.clone());
+        tokio::spawn(async move {
+            let _ = revisions.wait_until_ready().await;
+            while !index_synced.load(Ordering::Acquire) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            all_synced.store(true, Ordering::Release);
+            tracing::info!("SidecarSet caches synced");
+        });
+        Self {
+            index,
+            revisions: reader,
+            synced,
+        }
+    }
+
+    /// True once SidecarSets and ControllerRevisions are listed.
+    pub fn synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+}
+
+impl SidecarSetView for SidecarSetCache {
+    fn sidecar_set_candidates(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<SidecarSet>> {
+        self.index
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .candidates_for(namespace, labels)
+    }
+    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
+        self.revisions
+            .get(&reflector::ObjectRef::new(name).within(namespace))
+    }
+    fn controller_revisions(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<ControllerRevision>> {
+        self.revisions
+            .state()
+            .into_iter()
+            .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
+            .filter(|r| {
+                labels
+                    .iter()
+                    .all(|(k, v)| r.metadata.labels.as_ref().and_then(|l| l.get(k)) == Some(v))
+            })
+            .collect()
     }
 }
