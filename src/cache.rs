@@ -350,6 +350,16 @@ impl SidecarSetView for SidecarSetCache {
             .unwrap_or_else(|p| p.into_inner())
             .candidates_for(namespace, labels)
     }
+    fn sidecar_set(&self, name: &str) -> Option<Arc<SidecarSet>> {
+        self.index
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+    fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
+        self.index.read().unwrap_or_else(|p| p.into_inner()).all()
+    }
     fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
         self.revisions
             .get(&reflector::ObjectRef::new(name).within(namespace))

@@ -219,6 +219,12 @@ impl SidecarSetView for FixtureCluster {
     ) -> Vec<Arc<SidecarSet>> {
         self.sidecar_sets.candidates_for(namespace, labels)
     }
+    fn sidecar_set(&self, name: &str) -> Option<Arc<SidecarSet>> {
+        self.sidecar_sets.get(name).cloned()
+    }
+    fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
+        self.sidecar_sets.all()
+    }
     fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
         self.revisions
             .iter()

@@ -30,6 +30,10 @@ pub trait SidecarSetView {
         namespace: &str,
         labels: &BTreeMap<String, String>,
     ) -> Vec<Arc<SidecarSet>>;
+    /// A SidecarSet by name.
+    fn sidecar_set(&self, name: &str) -> Option<Arc<SidecarSet>>;
+    /// Every SidecarSet, in name order.
+    fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>>;
     /// A ControllerRevision by namespace and name.
     fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>>;
     /// ControllerRevisions of a namespace carrying every one of `labels`.

@@ -177,6 +177,12 @@ mod tests {
         ) -> Vec<Arc<SidecarSet>> {
             Vec::new()
         }
+        fn sidecar_set(&self, _: &str) -> Option<Arc<SidecarSet>> {
+            None
+        }
+        fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
+            Vec::new()
+        }
         fn controller_revision(
             &self,
             namespace: &str,

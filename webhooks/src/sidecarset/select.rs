@@ -153,6 +153,22 @@ impl SidecarSetIndex {
         }
     }
 
+    /// A SidecarSet by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<SidecarSet>> {
+        let key = self.keys.get(name)?.first()?;
+        self.buckets.get(key)?.by_name.get(name)
+    }
+
+    /// Every SidecarSet, in name order.
+    pub fn all(&self) -> Vec<Arc<SidecarSet>> {
+        let mut names: Vec<&String> = self.keys.keys().collect();
+        names.sort();
+        names
+            .into_iter()
+            .filter_map(|n| self.get(n).cloned())
+            .collect()
+    }
+
     /// How many SidecarSets are indexed.
     pub fn len(&self) -> usize {
         self.keys.len()
@@ -359,7 +375,11 @@ mod tests {
             ["z", "a", "c", "m"],
             "an update moves the set to its new bucket"
         );
+        assert_eq!(index.get("b").map(|s| s.name()), Some("b"));
+        let all: Vec<String> = index.all().iter().map(|s| s.name().to_owned()).collect();
+        assert_eq!(all, ["a", "b", "c", "m", "z"]);
         index.remove("z");
+        assert!(index.get("z").is_none());
         assert_eq!(index.len(), 4);
         assert_eq!(index.candidates("ns1").count(), 3);
     }
