@@ -107,6 +107,7 @@ pub struct LiveCache {
     namespaces: Store<Namespace>,
     pods: Store<Pod>,
     claims: Store<PersistentVolumeClaim>,
+    sidecars: Option<SidecarSetCache>,
     synced: Arc<AtomicBool>,
 }
 
@@ -144,12 +145,14 @@ where
 }
 
 impl LiveCache {
-    /// Starts the reflectors; [`LiveCache::synced`] turns true once every store has its first list.
-    pub fn start(client: Client) -> Self {
+    /// Starts the reflectors (SidecarSets and their ControllerRevisions in `sidecar_sets_in` when the pod
+    /// webhook is served); [`Cluster::synced`] turns true once every store has its first list.
+    pub fn start(client: Client, sidecar_sets_in: Option<&str>) -> Self {
         let cache = Self {
             namespaces: watch(&client),
             pods: watch(&client),
             claims: watch(&client),
+            sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
             client,
             synced: Arc::new(AtomicBool::new(false)),
         };
@@ -215,7 +218,10 @@ impl Cluster {
     pub fn synced(&self) -> bool {
         match self {
             Self::Fixture(_) => true,
-            Self::Live(c) => c.synced.load(Ordering::Acquire),
+            Self::Live(c) => {
+                c.synced.load(Ordering::Acquire)
+                    && c.sidecars.as_ref().is_none_or(SidecarSetCache::synced)
+            }
         }
     }
 
@@ -230,6 +236,79 @@ impl Cluster {
             Self::Live(c) => c.count_custom_resources(q).await,
         }
     }
+}
+
+impl SidecarSetView for Cluster {
+    fn sidecar_set_candidates(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<SidecarSet>> {
+        match self {
+            Self::Fixture(f) => f.sidecar_set_candidates(namespace, labels),
+            Self::Live(c) => c
+                .sidecars
+                .as_ref()
+                .map(|s| s.sidecar_set_candidates(namespace, labels))
+                .unwrap_or_default(),
+        }
+    }
+    fn sidecar_set(&self, name: &str) -> Option<Arc<SidecarSet>> {
+        match self {
+            Self::Fixture(f) => f.sidecar_set(name),
+            Self::Live(c) => c.sidecars.as_ref().and_then(|s| s.sidecar_set(name)),
+        }
+    }
+    fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
+        match self {
+            Self::Fixture(f) => f.sidecar_sets(),
+            Self::Live(c) => c
+                .sidecars
+                .as_ref()
+                .map(|s| s.sidecar_sets())
+                .unwrap_or_default(),
+        }
+    }
+    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
+        match self {
+            Self::Fixture(f) => f.controller_revision(namespace, name),
+            Self::Live(c) => c
+                .sidecars
+                .as_ref()
+                .and_then(|s| s.controller_revision(namespace, name)),
+        }
+    }
+    fn controller_revisions(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<Arc<ControllerRevision>> {
+        match self {
+            Self::Fixture(f) => f.controller_revisions(namespace, labels),
+            Self::Live(c) => c
+                .sidecars
+                .as_ref()
+                .map(|s| s.controller_revisions(namespace, labels))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Whether the cluster serves `resource` in `group_version` (a few attempts; anything else reads as no).
+pub async fn discover(client: &Client, group_version: &str, resource: &str) -> bool {
+    let mut delay = Duration::from_millis(500);
+    for attempt in 1..=3 {
+        match client.list_api_group_resources(group_version).await {
+            Ok(list) => return list.resources.iter().any(|r| r.name == resource),
+            Err(kube::Error::Api(e)) if e.code == 404 => return false,
+            Err(e) => {
+                tracing::warn!(group_version, attempt, error = %e, "discovery failed");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+        }
+    }
+    false
 }
 
 impl ClusterView for Cluster {

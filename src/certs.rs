@@ -52,6 +52,7 @@ impl CertManager {
         config: &ServeConfig,
         store: Arc<CertStore>,
         client: Option<Client>,
+        served: registry::Served,
     ) -> anyhow::Result<Self> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let bundle = Arc::new(ArcSwap::from_pointee(None));
@@ -61,6 +62,7 @@ impl CertManager {
             client,
             bundle: bundle.clone(),
             installed: None,
+            served,
         };
         let first = tokio::time::timeout(config.init_timeout, worker.first_sync());
         let worker = match first.await {
@@ -97,6 +99,8 @@ struct Worker {
     bundle: Arc<ArcSwap<Option<CertBundle>>>,
     /// (cert, key) currently installed, to skip needless swaps.
     installed: Option<(String, String)>,
+    /// Which webhooks are served (the others are dropped from our configurations).
+    served: registry::Served,
 }
 
 fn policy(config: &ServeConfig) -> Policy {
@@ -275,7 +279,7 @@ impl Worker {
             tracing::debug!(error = %e, "cert dir not writable; serving from memory");
         }
         self.install(&bundle)?;
-        let served: Vec<&str> = registry::routes(&self.config.gates)
+        let served: Vec<&str> = registry::routes(&self.config.gates, self.served)
             .into_iter()
             .map(|(p, _)| p)
             .collect();

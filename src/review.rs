@@ -16,7 +16,7 @@ use kruise_webhooks::{FeatureGates, Verdict, patch};
 
 use crate::cache::{self, Cluster};
 use crate::config::ReviewConfig;
-use crate::server::admission::decide;
+use crate::server::admission::{Env, decide, rfc3339_now};
 
 /// Input that cannot be reviewed; printed as one line, exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +60,7 @@ pub fn webhooks_for(
 ) -> Vec<&'static WebhookSpec> {
     let labels = namespace_labels(cluster, req);
     let mut specs: Vec<&'static WebhookSpec> = Vec::new();
-    for (_, spec) in registry::routes(gates) {
+    for (_, spec) in registry::routes(gates, registry::Served::ALL) {
         if !specs.iter().any(|s| s.name == spec.name) && spec.would_call(req, labels.as_ref()) {
             specs.push(spec);
         }
@@ -77,13 +77,25 @@ pub async fn review(
 ) -> AdmissionResponse {
     let specs = webhooks_for(&cluster, gates, &review.request);
     let view = Cluster::Fixture(cluster);
+    // A repeatable draw per request (fixed hasher keys, the request's uid), so `review` answers the same twice.
+    let random = {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let fixed = BuildHasherDefault::<DefaultHasher>::default();
+        (fixed.hash_one(&review.request.uid) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let env = Env {
+        gates,
+        kruise_namespace: "kruise-system",
+        now: rfc3339_now(),
+        random,
+    };
     let original = review.request.object_value();
     let mut current = original.clone();
     let mut req = review.request.clone();
     let mut warnings = Vec::new();
     let mut audit = std::collections::BTreeMap::new();
     for spec in specs {
-        let verdict = match decide(&view, gates, spec, &req).await {
+        let verdict = match decide(&view, &env, spec, &req).await {
             Ok(v) => v,
             Err(e) => return AdmissionResponse::from_error(&req.uid, &e),
         };

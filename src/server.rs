@@ -51,6 +51,8 @@ pub struct AppState {
     pub audit: Arc<AuditLog>,
     /// Test hook.
     pub before_decide: Option<BeforeDecide>,
+    /// The custom resource kinds the cluster serves (webhooks needing others are not registered).
+    pub served: registry::Served,
 }
 
 impl AppState {
@@ -64,6 +66,7 @@ impl AppState {
             readiness: Arc::new(Readiness::default()),
             audit: Arc::new(AuditLog::default()),
             before_decide: None,
+            served: registry::Served::ALL,
         }
     }
 }
@@ -71,7 +74,7 @@ impl AppState {
 /// The admission Router: every served webhook path (both spellings), `/convert`, `/healthz`, `/readyz`.
 pub fn app(state: AppState) -> Router {
     let mut router = Router::new();
-    for (path, spec) in registry::routes(&state.config.gates) {
+    for (path, spec) in registry::routes(&state.config.gates, state.served) {
         router = router.route(
             path,
             any(move |State(state): State<AppState>, request: Request| {
@@ -199,23 +202,40 @@ pub async fn start_with(
     config: ServeConfig,
     before_decide: Option<BeforeDecide>,
 ) -> anyhow::Result<Server> {
-    let (cluster, client) = if config.standalone() {
+    let (cluster, client, served) = if config.standalone() {
         let fixture = crate::cache::load_objects(&config.objects)?;
         tracing::info!(
             objects = fixture.objects().len(),
             "standalone: serving on objects from files"
         );
-        (Cluster::Fixture(Arc::new(fixture)), None)
+        (
+            Cluster::Fixture(Arc::new(fixture)),
+            None,
+            registry::Served::ALL,
+        )
     } else {
         let client = kube::Client::try_default()
             .await
             .context("connecting to the cluster (kubeconfig or in-cluster)")?;
-        (
-            Cluster::Live(crate::cache::LiveCache::start(client.clone())),
-            Some(client),
-        )
+        let served = registry::Served {
+            sidecar_sets: crate::cache::discover(&client, "apps.kruise.io/v1beta1", "sidecarsets")
+                .await,
+        };
+        if !served.sidecar_sets {
+            tracing::warn!(
+                "SidecarSet CRD (apps.kruise.io/v1beta1) not served: /mutate-pod is not registered"
+            );
+        }
+        let pod_webhook =
+            served.sidecar_sets && config.gates.enabled(kruise_webhooks::features::POD_WEBHOOK);
+        let cache = crate::cache::LiveCache::start(
+            client.clone(),
+            pod_webhook.then_some(config.namespace.as_str()),
+        );
+        (Cluster::Live(cache), Some(client), served)
     };
     let mut state = AppState::new(config.clone(), cluster);
+    state.served = served;
     state.before_decide = before_decide;
     if let Some(dir) = &config.protection_log_dir {
         state.audit = Arc::new(
@@ -223,7 +243,7 @@ pub async fn start_with(
                 .with_context(|| format!("opening {}/protection.log", dir.display()))?,
         );
     }
-    let certs = CertManager::start(&config, state.certs.clone(), client).await?;
+    let certs = CertManager::start(&config, state.certs.clone(), client, served).await?;
 
     let tls_listener = std::net::TcpListener::bind(config.tls_addr)
         .with_context(|| format!("binding {}", config.tls_addr))?;

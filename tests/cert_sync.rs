@@ -193,9 +193,14 @@ async fn losing_the_secret_race_serves_the_winners_ca_and_keeps_ca_bundles_curre
     });
 
     let store = Arc::new(kruise_webhook::server::tls::CertStore::default());
-    let manager = kruise_webhook::certs::CertManager::start(&config, store.clone(), Some(client))
-        .await
-        .unwrap();
+    let manager = kruise_webhook::certs::CertManager::start(
+        &config,
+        store.clone(),
+        Some(client),
+        kruise_webhooks::registry::Served::ALL,
+    )
+    .await
+    .unwrap();
     let _handle = apiserver.await.unwrap(); // every expected call was made, and no other before start returned
     manager.stop();
     assert!(store.loaded());

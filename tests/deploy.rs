@@ -18,27 +18,32 @@ fn yaml_docs(path: &str) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn shipped_webhooks_are_the_registry() {
-    let docs = yaml_docs("deploy/base/webhooks.yaml");
+fn check_configuration(file: &str, kind: &str, name: &str, mutating: bool) {
+    let docs = yaml_docs(file);
     let config = docs
         .iter()
-        .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
-        .unwrap();
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("{kind} in {file}"));
+    assert_eq!(config["metadata"]["name"], name);
     assert_eq!(
-        config["metadata"]["name"],
-        kruise_webhook::certs::VALIDATING_CONFIGURATION
+        config["metadata"]["annotations"]["template"], "",
+        "re-captured after kubectl apply"
     );
     let shipped = config["webhooks"].as_array().unwrap();
-    let served: BTreeSet<&str> = kruise_webhooks::registry::routes(&FeatureGates::default())
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect();
+    let served: BTreeSet<&str> = kruise_webhooks::registry::routes(
+        &FeatureGates::default(),
+        kruise_webhooks::registry::Served::ALL,
+    )
+    .into_iter()
+    .map(|(p, _)| p)
+    .collect();
+    let specs: Vec<_> = WEBHOOKS.iter().filter(|w| w.mutating == mutating).collect();
     assert_eq!(
         shipped.len(),
-        WEBHOOKS.iter().filter(|w| !w.mutating).count()
+        specs.len(),
+        "{file}: one shipped webhook per registered one"
     );
-    for spec in WEBHOOKS.iter().filter(|w| !w.mutating) {
+    for spec in specs {
         let hook = shipped
             .iter()
             .find(|h| h["name"] == spec.name)
@@ -72,19 +77,36 @@ fn shipped_webhooks_are_the_registry() {
             })
             .collect();
         assert_eq!(hook["rules"], json!(rules), "{}", spec.name);
+        let selector = |v: &Value| if v.is_null() { json!({}) } else { v.clone() };
         assert_eq!(
-            hook["objectSelector"],
+            selector(&hook["objectSelector"]),
             serde_json::to_value(spec.object_selector()).unwrap(),
             "{}",
             spec.name
         );
         assert_eq!(
-            hook["namespaceSelector"],
+            selector(&hook["namespaceSelector"]),
             serde_json::to_value(spec.namespace_selector()).unwrap(),
             "{}",
             spec.name
         );
     }
+}
+
+#[test]
+fn shipped_webhooks_are_the_registry() {
+    check_configuration(
+        "deploy/base/webhooks.yaml",
+        "ValidatingWebhookConfiguration",
+        kruise_webhook::certs::VALIDATING_CONFIGURATION,
+        false,
+    );
+    check_configuration(
+        "deploy/base/mutating-webhooks.yaml",
+        "MutatingWebhookConfiguration",
+        kruise_webhook::certs::MUTATING_CONFIGURATION,
+        true,
+    );
 }
 
 #[test]

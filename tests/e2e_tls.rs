@@ -323,3 +323,73 @@ async fn rotating_the_serving_certificate_under_load_fails_no_request() {
     assert_eq!(store.generation(), start_generation + 3);
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_create_matched_by_two_sidecarsets_gets_one_combined_patch() {
+    let (server, dir) = common::start_standalone(|_| {}).await;
+    let client = common::tls_client(&common::read(&dir.path().join("ca.crt")), true);
+    let request = example("create-pod.json");
+    let (status, body) = post(&client, &https(&server, "/mutate-pod"), request.clone())
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let response = &body["response"];
+    assert_eq!(response["allowed"], true);
+    assert_eq!(response["patchType"], "JSONPatch");
+    use base64::Engine;
+    let patch: json_patch::Patch = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(response["patch"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let mut pod: Value =
+        serde_json::from_str::<Value>(&request).unwrap()["request"]["object"].clone();
+    json_patch::patch(&mut pod, &patch).unwrap();
+    let names = |key: &str| -> Vec<String> {
+        pod["spec"][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names("containers"), ["envoy", "web", "log-agent"]);
+    assert_eq!(names("initContainers"), ["mesh-init"]);
+    assert_eq!(names("volumes"), ["data", "log-buffer"]);
+    assert_eq!(
+        pod["spec"]["imagePullSecrets"],
+        json!([{"name": "mesh-registry"}])
+    );
+    let log_agent = &pod["spec"]["containers"][2];
+    assert_eq!(
+        log_agent["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "LOG_LEVEL", "value": "info"}])
+    );
+    assert_eq!(
+        log_agent["volumeMounts"],
+        json!([{"name": "log-buffer", "mountPath": "/buffer"}, {"name": "data", "mountPath": "/data"}])
+    );
+    assert_eq!(
+        pod["metadata"]["annotations"]["kruise.io/sidecarset-injected-list"],
+        "log-agent,mesh"
+    );
+    let hashes: Value = serde_json::from_str(
+        pod["metadata"]["annotations"]["kruise.io/sidecarset-hash"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        hashes["log-agent"]["hash"],
+        "6wbd76bd7984x24fb4f44fv9222cw9v9bcf85x766744wddd4zwx927zzz2zb684"
+    );
+    assert_eq!(hashes["mesh"]["sidecarList"], json!(["envoy"]));
+    assert_eq!(
+        pod["metadata"]["creationTimestamp"],
+        Value::Null,
+        "fields the request carried survive"
+    );
+    let _: k8s_openapi::api::core::v1::Pod = serde_json::from_value(pod).unwrap();
+    server.shutdown().await.unwrap();
+}

@@ -294,3 +294,46 @@ async fn convert_answers_a_conversion_review() {
     let (status, _) = common::post(&state, "/convert", "garbage", Some("application/json")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn sidecarset_defaulting_sets_openkruises_hash() {
+    // spec/sidecarset.md §11 scenario 43 through the Router.
+    let state = common::state(FixtureCluster::default(), "");
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "d1", "kind": {"group": "apps.kruise.io", "version": "v1beta1", "kind": "SidecarSet"},
+                    "resource": {"group": "apps.kruise.io", "version": "v1beta1", "resource": "sidecarsets"},
+                    "name": "s", "operation": "CREATE", "userInfo": {"username": "alice"},
+                    "object": {"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet", "metadata": {"name": "s"},
+                               "spec": {"selector": {"matchLabels": {"app": "web"}}, "containers": [{"name": "dns-f", "image": "dns:1.0"}]}}}
+    });
+    for path in [
+        "/mutate-apps-kruise-io-sidecarset",
+        "/mutate-apps-kruise-io-v1alpha1-sidecarset",
+    ] {
+        let (status, body) =
+            common::post(&state, path, review.to_string(), Some("application/json")).await;
+        assert_eq!(status, StatusCode::OK);
+        use base64::Engine;
+        let patch: json_patch::Patch = serde_json::from_slice(
+            &base64::engine::general_purpose::STANDARD
+                .decode(body["response"]["patch"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        let mut object = review["request"]["object"].clone();
+        json_patch::patch(&mut object, &patch).unwrap();
+        assert_eq!(
+            object["metadata"]["annotations"]["kruise.io/sidecarset-hash"],
+            "6wbd76bd7984x24fb4f44fv9222cw9v9bcf85x766744wddd4zwx927zzz2zb684"
+        );
+        assert_eq!(
+            object["metadata"]["annotations"]["kruise.io/sidecarset-hash-without-image"],
+            "82684vwf9d4cb4wz4vffx4ddfbb47ww4z4wwxdbwb8w2zbb7zvf4524cdd49bv94"
+        );
+        assert_eq!(
+            object["spec"]["containers"][0]["podInjectPolicy"],
+            "BeforeAppContainer"
+        );
+    }
+}

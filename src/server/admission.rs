@@ -16,7 +16,8 @@ use http_body_util::{BodyExt, Limited};
 
 use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse};
 use kruise_webhooks::deletion_protection::{self, Facts};
-use kruise_webhooks::registry::WebhookSpec;
+use kruise_webhooks::pod::PodContext;
+use kruise_webhooks::registry::{Handler, WebhookSpec};
 use kruise_webhooks::verdict::SideEffect;
 use kruise_webhooks::{FeatureGates, Verdict, WebhookError};
 
@@ -27,21 +28,79 @@ use crate::server::AppState;
 /// The largest AdmissionReview accepted (the apiserver's own limit on objects is 3 MiB of etcd value).
 pub const MAX_REVIEW_BYTES: usize = 3 * 1024 * 1024;
 
+/// What a decision may depend on besides the request and the cluster: configuration, the time of the
+/// request and a random draw, both taken by the caller (the webhooks read no clock and draw nothing).
+#[derive(Debug, Clone)]
+pub struct Env<'a> {
+    /// Feature gates.
+    pub gates: &'a FeatureGates,
+    /// Our namespace (ControllerRevisions, the Kruise configuration).
+    pub kruise_namespace: &'a str,
+    /// The request time, RFC 3339 UTC seconds.
+    pub now: String,
+    /// A uniform draw from [0, 1).
+    pub random: f64,
+}
+
+impl<'a> Env<'a> {
+    /// The current time and a fresh random draw.
+    pub fn now(gates: &'a FeatureGates, kruise_namespace: &'a str) -> Self {
+        Self {
+            gates,
+            kruise_namespace,
+            now: rfc3339_now(),
+            random: random_unit(),
+        }
+    }
+}
+
+/// The current UTC time as OpenKruise writes it into annotations: RFC 3339, whole seconds, `Z`.
+pub fn rfc3339_now() -> String {
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or_else(|_| time::OffsetDateTime::now_utc());
+    now.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// A uniform draw from [0, 1): std's per-instance random hasher keys are the entropy (no extra crate).
+pub fn random_unit() -> f64 {
+    use std::hash::BuildHasher;
+    let bits = std::collections::hash_map::RandomState::new().hash_one(0u8) >> 11;
+    bits as f64 / (1u64 << 53) as f64
+}
+
 /// Runs one webhook on a request: the I/O it needs first, then the pure decision.
 ///
 /// # Errors
 /// The webhook's [`WebhookError`] when it cannot decide.
 pub async fn decide(
     cluster: &Cluster,
-    gates: &FeatureGates,
+    env: &Env<'_>,
     spec: &WebhookSpec,
     req: &AdmissionRequest,
 ) -> Result<Verdict, WebhookError> {
-    let mut facts = Facts::default();
-    if let Some(query) = deletion_protection::custom_resource_query(spec.handler, req, gates)? {
-        facts.custom_resources = Some(cluster.count_custom_resources(&query).await);
+    match spec.handler {
+        Handler::PodMutate => {
+            let ctx = PodContext {
+                gates: env.gates,
+                now: &env.now,
+                random: env.random,
+                kruise_namespace: env.kruise_namespace,
+            };
+            kruise_webhooks::pod::mutate(req, cluster, &ctx)
+        }
+        Handler::SidecarSetDefault => kruise_webhooks::sidecarset::defaults::mutate(req),
+        handler => {
+            let mut facts = Facts::default();
+            if let Some(query) =
+                deletion_protection::custom_resource_query(handler, req, env.gates)?
+            {
+                facts.custom_resources = Some(cluster.count_custom_resources(&query).await);
+            }
+            deletion_protection::validate(handler, req, cluster, env.gates, &facts)
+        }
     }
-    deletion_protection::validate(spec.handler, req, cluster, gates, &facts)
 }
 
 /// A refusal before any webhook ran: HTTP status and message.
@@ -184,7 +243,8 @@ async fn admit_body(
         if let Some(hook) = &state.before_decide {
             hook(req);
         }
-        decide(&state.cluster, &state.config.gates, spec, req).await
+        let env = Env::now(&state.config.gates, &state.config.namespace);
+        decide(&state.cluster, &env, spec, req).await
     })
     .catch_unwind()
     .await;

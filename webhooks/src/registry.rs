@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use crate::admission::{AdmissionRequest, Operation};
-use crate::features::{FeatureGates, RESOURCES_DELETION_PROTECTION};
+use crate::features::{FeatureGates, POD_WEBHOOK, RESOURCES_DELETION_PROTECTION};
 use crate::selector;
 
 /// The label deletion protection is scoped by.
@@ -38,6 +38,35 @@ pub enum Handler {
     AdvancedStatefulSet,
     /// `/validate-apps-kruise-io-uniteddeployment`.
     UnitedDeployment,
+    /// `/mutate-pod`: the pod mutating chain (spec/pod-mutating-misc.md).
+    PodMutate,
+    /// `/mutate-apps-kruise-io-sidecarset`: SidecarSet defaulting and hashes (spec/sidecarset.md §7).
+    SidecarSetDefault,
+}
+
+/// A custom resource kind whose CRD must be served for a webhook to be registered (spec/webhook-server.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequiredKind {
+    /// `apps.kruise.io` SidecarSet.
+    SidecarSet,
+}
+
+/// Which required kinds the cluster serves (discovery at start-up; always all of them standalone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Served {
+    /// The SidecarSet CRD is served.
+    pub sidecar_sets: bool,
+}
+
+impl Served {
+    /// Everything served (standalone, tests).
+    pub const ALL: Self = Self { sidecar_sets: true };
+
+    fn has(self, kind: RequiredKind) -> bool {
+        match kind {
+            RequiredKind::SidecarSet => self.sidecar_sets,
+        }
+    }
 }
 
 impl Handler {
@@ -93,6 +122,10 @@ pub struct WebhookSpec {
     pub delete_protection_scoped: bool,
     /// The feature gate without which the path is not served, if any.
     pub gate: Option<&'static str>,
+    /// The kind the cluster must serve for the path to be served, if any.
+    pub requires: Option<RequiredKind>,
+    /// namespaceSelector excluding kube-system and our namespace (DECISIONS 2); cluster-scoped kinds have none.
+    pub excludes_system_namespaces: bool,
 }
 
 const DELETE: &[Operation] = &[Operation::Delete];
@@ -115,8 +148,13 @@ const fn deletion(
         failure_policy: FailurePolicy::Ignore,
         delete_protection_scoped: true,
         gate,
+        requires: None,
+        excludes_system_namespaces: true,
     }
 }
+
+const CREATE: &[Operation] = &[Operation::Create];
+const CREATE_UPDATE: &[Operation] = &[Operation::Create, Operation::Update];
 
 const fn rule(
     groups: &'static [&'static str],
@@ -133,6 +171,42 @@ const fn rule(
 
 /// Every webhook this version registers, mutating first, in the order the chain runs them.
 pub static WEBHOOKS: &[WebhookSpec] = &[
+    WebhookSpec {
+        name: "mpod.kb.io",
+        path: "/mutate-pod",
+        alt_paths: &[],
+        mutating: true,
+        handler: Handler::PodMutate,
+        rules: &[Rule {
+            groups: &[""],
+            versions: &["v1"],
+            resources: &["pods"],
+            operations: CREATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        delete_protection_scoped: false,
+        gate: Some(POD_WEBHOOK),
+        requires: Some(RequiredKind::SidecarSet),
+        excludes_system_namespaces: true,
+    },
+    WebhookSpec {
+        name: "msidecarset.kb.io",
+        path: "/mutate-apps-kruise-io-sidecarset",
+        alt_paths: &["/mutate-apps-kruise-io-v1alpha1-sidecarset"],
+        mutating: true,
+        handler: Handler::SidecarSetDefault,
+        rules: &[Rule {
+            groups: &["apps.kruise.io"],
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["sidecarsets"],
+            operations: CREATE_UPDATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        delete_protection_scoped: false,
+        gate: None,
+        requires: None,
+        excludes_system_namespaces: false,
+    },
     deletion(
         "vnamespace.kb.io",
         "/validate-namespace",
@@ -239,10 +313,11 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
 pub const CONVERT_PATH: &str = "/convert";
 
 /// Every admission path served with these gates, both spellings, with its webhook.
-pub fn routes(gates: &FeatureGates) -> Vec<(&'static str, &'static WebhookSpec)> {
+pub fn routes(gates: &FeatureGates, served: Served) -> Vec<(&'static str, &'static WebhookSpec)> {
     WEBHOOKS
         .iter()
         .filter(|w| w.gate.is_none_or(|g| gates.enabled(g)))
+        .filter(|w| w.requires.is_none_or(|k| served.has(k)))
         .flat_map(|w| {
             std::iter::once(w.path)
                 .chain(w.alt_paths.iter().copied())
@@ -252,8 +327,11 @@ pub fn routes(gates: &FeatureGates) -> Vec<(&'static str, &'static WebhookSpec)>
 }
 
 impl WebhookSpec {
-    /// The shipped namespaceSelector: kube-system and our own namespace excluded.
+    /// The shipped namespaceSelector: kube-system and our own namespace excluded (none for cluster-scoped kinds).
     pub fn namespace_selector(&self) -> LabelSelector {
+        if !self.excludes_system_namespaces {
+            return LabelSelector::default();
+        }
         LabelSelector {
             match_expressions: Some(vec![LabelSelectorRequirement {
                 key: "kubernetes.io/metadata.name".into(),
@@ -330,7 +408,7 @@ mod tests {
 
     #[test]
     fn both_spellings_are_served_and_gated_paths_follow_their_gate() {
-        let on: Vec<_> = routes(&FeatureGates::default())
+        let on: Vec<_> = routes(&FeatureGates::default(), Served::ALL)
             .into_iter()
             .map(|(p, _)| p)
             .collect();
@@ -342,7 +420,10 @@ mod tests {
             assert!(on.contains(&p), "{p}");
         }
         let off = FeatureGates::parse("ResourcesDeletionProtection=false").unwrap();
-        let off: Vec<_> = routes(&off).into_iter().map(|(p, _)| p).collect();
+        let off: Vec<_> = routes(&off, Served::ALL)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
         assert!(!off.contains(&"/validate-service") && !off.contains(&"/validate-ingress"));
         assert!(
             off.contains(&"/validate-namespace"),
