@@ -6,3 +6,4 @@ pub mod hash;
 pub mod inject;
 pub mod revision;
 pub mod select;
+pub mod validate;
