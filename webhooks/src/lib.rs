@@ -18,6 +18,7 @@ pub mod fixture;
 pub mod gojson;
 pub mod patch;
 pub mod pod;
+pub mod quantity;
 pub mod registry;
 pub mod selector;
 pub mod sidecarset;

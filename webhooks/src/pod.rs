@@ -5,12 +5,11 @@
 //! Steps owned by later issues (WorkloadSpread, container launch priority, PUB related-pub, PersistentPodState,
 //! enhanced liveness, PodProbeMarker) are explicit no-ops here until they land.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
-use crate::api::sidecarset::SidecarContainer;
 use crate::features::FeatureGates;
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
@@ -139,20 +138,6 @@ fn is_active(pod: &Value) -> bool {
             .is_none_or(Value::is_null)
 }
 
-/// `resourcesPolicy` (spec/sidecarset.md §5) is applied by a later change; until then a SidecarSet that sets it
-/// is refused rather than injected with the wrong resources.
-fn resources_policy_unavailable(
-    c: &SidecarContainer,
-    _: &mut Map<String, Value>,
-    _: &BTreeSet<String>,
-    _: &Value,
-) -> Result<(), String> {
-    Err(format!(
-        "container {}: resourcesPolicy is not supported by this version of kruise-webhook",
-        c.view.name
-    ))
-}
-
 /// Step 3: SidecarSet injection (spec/sidecarset.md §4.2-4.8).
 fn sidecarset_step(
     pod: &mut Value,
@@ -195,7 +180,7 @@ fn sidecarset_step(
         now: ctx.now,
         sort_containers_by_name: ctx.gates.enabled("EnableSortSidecarContainerByName"),
     };
-    inject::inject(pod, &chosen, options, &resources_policy_unavailable)
+    inject::inject(pod, &chosen, options, &crate::sidecarset::resources::apply)
         .map_err(|e| internal(e.to_string()))?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 pub mod defaults;
 pub mod hash;
 pub mod inject;
+pub mod resources;
 pub mod revision;
 pub mod select;
 pub mod validate;

@@ -408,3 +408,43 @@ fn a_pod_that_is_not_a_pod_is_a_400() {
         assert_eq!(err.http_code(), 400, "{err}");
     }
 }
+
+#[test]
+fn resources_policy_is_applied_through_the_chain() {
+    // spec/sidecarset.md §11 scenario 39.
+    let gates = FeatureGates::default();
+    let view = cluster(
+        r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: s}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers:
+  - name: proxy
+    image: "proxy:1"
+    resourcesPolicy:
+      targetContainersMode: sum
+      targetContainersNameRegex: ".*"
+      resourcesExpr:
+        limits: {cpu: "cpu*50%", memory: "200Mi"}
+        requests: {cpu: "cpu*50%", memory: "100Mi"}
+"#,
+    );
+    let mut p = pod(json!({"app": "web"}));
+    p["spec"]["containers"] = json!([
+        {"name": "app1", "image": "a", "resources": {"limits": {"cpu": "200m", "memory": "200Mi"}, "requests": {"cpu": "50m", "memory": "100Mi"}}},
+        {"name": "app2", "image": "a", "resources": {"limits": {"cpu": "400m", "memory": "400Mi"}, "requests": {"cpu": "100m", "memory": "200Mi"}}}]);
+    let req = request("CREATE", p, "");
+    let out = apply(&req, &mutate(&req, &view, &ctx(&gates)).unwrap());
+    let proxy = out["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "proxy")
+        .unwrap();
+    assert_eq!(
+        proxy["resources"],
+        json!({"limits": {"cpu": "300m", "memory": "200Mi"}, "requests": {"cpu": "75m", "memory": "100Mi"}})
+    );
+}
