@@ -8,6 +8,10 @@
 //! loop stops at its deadline, traffic stays on 127.0.0.1.
 
 use std::path::PathBuf;
+
+// The allocator the kruise-webhook binary uses.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
