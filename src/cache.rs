@@ -23,6 +23,7 @@ use kruise_webhooks::api::sidecarset::{SIDECARSET_NAME_LABEL, SidecarSet};
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
 use kruise_webhooks::sidecarset::select::SidecarSetIndex;
+use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
 use kruise_webhooks::view::SidecarSetView;
 
 /// How long the live custom-resource count may take before it counts as a list error.
@@ -221,6 +222,49 @@ impl Cluster {
             Self::Live(c) => {
                 c.synced.load(Ordering::Acquire)
                     && c.sidecars.as_ref().is_none_or(SidecarSetCache::synced)
+            }
+        }
+    }
+
+    /// The SidecarSet patchPodMetadata whitelist from ConfigMap `kruise-configuration` in our namespace
+    /// (spec/sidecarset.md §8.1): a live GET in a cluster (SidecarSet writes are rare), the loaded objects
+    /// standalone.
+    pub async fn patch_metadata_whitelist(&self, namespace: &str) -> WhitelistSource {
+        let from_data = |data: Option<&BTreeMap<String, String>>| match data
+            .and_then(|d| d.get(WHITELIST_KEY))
+        {
+            Some(v) => WhitelistSource::Present(v.clone()),
+            None => WhitelistSource::Missing,
+        };
+        match self {
+            Self::Fixture(f) => {
+                let config_map = f.objects().iter().find(|o| {
+                    o.get("kind").and_then(serde_json::Value::as_str) == Some("ConfigMap")
+                        && o.pointer("/metadata/name")
+                            .and_then(serde_json::Value::as_str)
+                            == Some(CONFIG_MAP_NAME)
+                        && o.pointer("/metadata/namespace")
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or("default")
+                            == namespace
+                });
+                let data = config_map.and_then(|c| {
+                    serde_json::from_value::<BTreeMap<String, String>>(c.get("data")?.clone()).ok()
+                });
+                from_data(data.as_ref())
+            }
+            Self::Live(c) => {
+                let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+                    Api::namespaced(c.client.clone(), namespace);
+                match tokio::time::timeout(LIST_TIMEOUT, api.get_opt(CONFIG_MAP_NAME)).await {
+                    Err(_) => WhitelistSource::ReadError(format!(
+                        "timed out after {}s",
+                        LIST_TIMEOUT.as_secs()
+                    )),
+                    Ok(Err(e)) => WhitelistSource::ReadError(e.to_string()),
+                    Ok(Ok(None)) => WhitelistSource::Missing,
+                    Ok(Ok(Some(cm))) => from_data(cm.data.as_ref()),
+                }
             }
         }
     }

@@ -337,3 +337,70 @@ async fn sidecarset_defaulting_sets_openkruises_hash() {
         );
     }
 }
+
+fn sidecarset_review(spec: Value) -> String {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "v1", "kind": {"group": "apps.kruise.io", "version": "v1beta1", "kind": "SidecarSet"},
+                    "resource": {"group": "apps.kruise.io", "version": "v1beta1", "resource": "sidecarsets"},
+                    "name": "s", "operation": "CREATE", "userInfo": {"username": "alice"},
+                    "object": {"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet", "metadata": {"name": "s", "labels": {"app": "sidecar"}}, "spec": spec}}
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn sidecarset_validation_answers_like_openkruise() {
+    // spec/sidecarset.md §11 scenarios 44 and 61, through the Router and the I/O that reads the whitelist.
+    let container = json!([{"name": "c", "image": "i:1", "podInjectPolicy": "BeforeAppContainer", "shareVolumePolicy": {"type": "disabled"},
+                            "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}]);
+    let strategy = json!({"type": "RollingUpdate", "partition": 0, "maxUnavailable": 1});
+    let state = common::state(FixtureCluster::default(), "");
+    let (status, body) = common::post(
+        &state,
+        "/validate-apps-kruise-io-sidecarset",
+        sidecarset_review(json!({"containers": container, "updateStrategy": strategy})),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body["response"],
+        json!({"uid": "v1", "allowed": false, "status": {"code": 500, "message": "spec.selector: Required value: no selector defined for SidecarSet"}})
+    );
+
+    let valid = json!({"selector": {"matchLabels": {"app": "web"}}, "containers": container, "updateStrategy": strategy,
+                       "patchPodMetadata": [{"annotations": {"key1": "v"}, "patchPolicy": "Retain"}]});
+    let (_, body) = common::post(
+        &state,
+        "/validate-apps-kruise-io-v1alpha1-sidecarset",
+        sidecarset_review(valid.clone()),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(
+        body["response"]["status"]["message"],
+        "spec.patchPodMetadata: Required value: SidecarSet patch metadata whitelist not found"
+    );
+
+    let mut cluster = FixtureCluster::default();
+    cluster
+        .load_str(
+            r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kruise-configuration", "namespace": "kruise-system"},
+                "data": {"SidecarSet_PatchPodMetadata_WhiteList": "{\"rules\":[{\"allowedAnnotationKeyExprs\":[\"key.*\"]}]}"}}"#,
+            "cm",
+        )
+        .unwrap();
+    let state = common::state(cluster, "");
+    let (_, body) = common::post(
+        &state,
+        "/validate-apps-kruise-io-sidecarset",
+        sidecarset_review(valid),
+        Some("application/json"),
+    )
+    .await;
+    assert_eq!(
+        body["response"],
+        json!({"uid": "v1", "allowed": true, "status": {"code": 200}})
+    );
+}

@@ -18,6 +18,7 @@ use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse};
 use kruise_webhooks::deletion_protection::{self, Facts};
 use kruise_webhooks::pod::PodContext;
 use kruise_webhooks::registry::{Handler, WebhookSpec};
+use kruise_webhooks::sidecarset::validate::ValidateContext;
 use kruise_webhooks::verdict::SideEffect;
 use kruise_webhooks::{FeatureGates, Verdict, WebhookError};
 
@@ -91,6 +92,16 @@ pub async fn decide(
             kruise_webhooks::pod::mutate(req, cluster, &ctx)
         }
         Handler::SidecarSetDefault => kruise_webhooks::sidecarset::defaults::mutate(req),
+        Handler::SidecarSetValidate => {
+            let whitelist = cluster.patch_metadata_whitelist(env.kruise_namespace).await;
+            let ctx = ValidateContext {
+                gates: env.gates,
+                kruise_namespace: env.kruise_namespace,
+                patch_metadata_whitelist: &whitelist,
+                validate_expression: &kruise_webhooks::sidecarset::resources::validate_expression,
+            };
+            kruise_webhooks::sidecarset::validate::validate(req, cluster, &ctx)
+        }
         handler => {
             let mut facts = Facts::default();
             if let Some(query) =

@@ -42,6 +42,8 @@ pub enum Handler {
     PodMutate,
     /// `/mutate-apps-kruise-io-sidecarset`: SidecarSet defaulting and hashes (spec/sidecarset.md §7).
     SidecarSetDefault,
+    /// `/validate-apps-kruise-io-sidecarset`: SidecarSet validation (spec/sidecarset.md §8).
+    SidecarSetValidate,
 }
 
 /// A custom resource kind whose CRD must be served for a webhook to be registered (spec/webhook-server.md §4).
@@ -195,6 +197,24 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         alt_paths: &["/mutate-apps-kruise-io-v1alpha1-sidecarset"],
         mutating: true,
         handler: Handler::SidecarSetDefault,
+        rules: &[Rule {
+            groups: &["apps.kruise.io"],
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["sidecarsets"],
+            operations: CREATE_UPDATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        delete_protection_scoped: false,
+        gate: None,
+        requires: None,
+        excludes_system_namespaces: false,
+    },
+    WebhookSpec {
+        name: "vsidecarset.kb.io",
+        path: "/validate-apps-kruise-io-sidecarset",
+        alt_paths: &["/validate-apps-kruise-io-v1alpha1-sidecarset"],
+        mutating: false,
+        handler: Handler::SidecarSetValidate,
         rules: &[Rule {
             groups: &["apps.kruise.io"],
             versions: &["v1alpha1", "v1beta1"],
