@@ -905,5 +905,24 @@ impl<'de> Deserialize<'de> for Quantity {
     }
 }
 
+/// The canonical text of a quantity written as `text` (`Quantity.String()`).
+///
+/// # Errors
+/// [`QuantityError`] when the text is not a quantity.
+pub fn canonical(text: &str) -> Result<String, QuantityError> {
+    Ok(Quantity::parse(text.trim())?.to_string())
+}
+
+/// The canonical text after rounding up to milli units, as API defaulting does to container resources
+/// (`SetDefaults_ResourceList`).
+///
+/// # Errors
+/// [`QuantityError`] when the text is not a quantity.
+pub fn canonical_milli(text: &str) -> Result<String, QuantityError> {
+    let mut q = Quantity::parse(text.trim())?;
+    q.round_up_to_milli();
+    Ok(q.to_string())
+}
+
 #[cfg(test)]
 mod tests;

@@ -25,7 +25,8 @@ use serde_json::{Map, Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::api::sidecarset::{HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION};
-use crate::sidecarset::hash::{self, quantity};
+use crate::quantity;
+use crate::sidecarset::hash;
 use crate::{Verdict, WebhookError, patch};
 
 pub use self::image::default_pull_policy;
@@ -297,7 +298,7 @@ fn rewrite_quantity(
     };
     match format(&text) {
         Ok(canonical) => *v = Value::String(canonical),
-        Err(quantity::QuantityError::Unsupported(_)) => {}
+        Err(quantity::QuantityError::TooPrecise(_)) => {}
         Err(e) => return Err(WebhookError::Decode(e.to_string())),
     }
     Ok(())

@@ -8,7 +8,7 @@
 //! - Go's `omitempty` rules: non-pointer structs such as `resources` and `upgradeStrategy` are always
 //!   written, nil pointers are omitted, a pointer to `false` or `0` is written, fields without `omitempty`
 //!   are written with their zero value (`"divisor":"0"`, `"service":null`);
-//! - map keys sorted, quantities in canonical form ([`quantity`]; already canonical text is kept as is);
+//! - map keys sorted, quantities in canonical form ([`crate::quantity`]; already canonical text is kept as is);
 //! - `<`, `>`, `&`, U+2028, U+2029 escaped as `\u003c`…;
 //! - fields the Go types do not have dropped, as Go's decoder drops them (unknown keys, and fields newer
 //!   than k8s.io/api v0.32).
@@ -25,13 +25,13 @@
 //! strings in practice.
 
 mod go_types;
-pub mod quantity;
-
 #[cfg(test)]
 mod tests;
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+
+use crate::quantity;
 
 use self::go_types::{Field, How, SIDECAR_CONTAINERS, Struct, Ty};
 
@@ -181,7 +181,7 @@ impl Encoder {
         match quantity::Quantity::parse(text) {
             Ok(_) => Ok(Some(v)),
             // Valid for Go but beyond our arithmetic: hash the text as given.
-            Err(quantity::QuantityError::Unsupported(_)) => Ok(Some(v)),
+            Err(quantity::QuantityError::TooPrecise(_)) => Ok(Some(v)),
             Err(source) if self.strict => Err(GoDecodeError::Quantity {
                 field: self.path.join("."),
                 source,

@@ -45,7 +45,7 @@ use super::meta::{
     validate_nonnegative,
 };
 use crate::WebhookError;
-use crate::sidecarset::hash::quantity::Quantity;
+use crate::quantity::Quantity;
 
 fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where
