@@ -450,7 +450,7 @@ fn validate_volume_source(
             "emptyDir" => {
                 if let Some(limit) = src.get("sizeLimit").filter(|v| !v.is_null()) {
                     let q = quantity(limit, &sp.child("sizeLimit"))?;
-                    if q.negative {
+                    if q.negative() {
                         errs.push(FieldError::forbidden(
                             &sp.child("sizeLimit"),
                             "SizeLimit field must be a valid resource quantity",
@@ -1179,88 +1179,25 @@ fn validate_devices(
     }
 }
 
-/// A parsed quantity: its canonical text and an exact value `mantissa × 2^exp2 × 10^exp10` for comparisons.
+/// A parsed quantity and its text as Go prints it in messages.
 #[derive(Debug, Clone)]
 struct Qty {
     text: String,
-    mantissa: i128,
-    exp2: u32,
-    exp10: i32,
-    negative: bool,
+    value: Quantity,
 }
 
 impl Qty {
-    fn from_canonical(text: String) -> Self {
-        let digits_end = text
-            .char_indices()
-            .find(|(i, c)| !(c.is_ascii_digit() || (*i == 0 && (*c == '-' || *c == '+'))))
-            .map_or(text.len(), |(i, _)| i);
-        let mantissa: i128 = text[..digits_end].parse().unwrap_or(0);
-        let (exp2, exp10) = match &text[digits_end..] {
-            "" => (0, 0),
-            "n" => (0, -9),
-            "u" => (0, -6),
-            "m" => (0, -3),
-            "k" => (0, 3),
-            "M" => (0, 6),
-            "G" => (0, 9),
-            "T" => (0, 12),
-            "P" => (0, 15),
-            "E" => (0, 18),
-            "Ki" => (10, 0),
-            "Mi" => (20, 0),
-            "Gi" => (30, 0),
-            "Ti" => (40, 0),
-            "Pi" => (50, 0),
-            "Ei" => (60, 0),
-            exp => (0, exp[1..].parse().unwrap_or(0)),
-        };
-        Self {
-            negative: mantissa < 0,
-            text,
-            mantissa,
-            exp2,
-            exp10,
-        }
+    fn negative(&self) -> bool {
+        self.value.sign() < 0
     }
 
-    fn approx(&self) -> f64 {
-        #[allow(clippy::cast_precision_loss)]
-        let m = self.mantissa as f64;
-        m * 2f64.powi(self.exp2 as i32) * 10f64.powi(self.exp10)
+    /// `MilliValue() % 1000 == 0`, Kubernetes' test for whole units of extended resources.
+    fn is_integer(&self) -> bool {
+        self.value.milli_value() % 1000 == 0
     }
 
     fn cmp(&self, other: &Self) -> Ordering {
-        let exact = || -> Option<Ordering> {
-            let a = self.mantissa.checked_mul(1i128.checked_shl(self.exp2)?)?;
-            let b = other.mantissa.checked_mul(1i128.checked_shl(other.exp2)?)?;
-            let e = self.exp10.min(other.exp10);
-            let scale = |v: i128, by: i32| -> Option<i128> {
-                v.checked_mul(10i128.checked_pow(u32::try_from(by - e).ok()?)?)
-            };
-            Some(scale(a, self.exp10)?.cmp(&scale(b, other.exp10)?))
-        };
-        exact().unwrap_or_else(|| {
-            self.approx()
-                .partial_cmp(&other.approx())
-                .unwrap_or(Ordering::Equal)
-        })
-    }
-
-    fn is_integer(&self) -> bool {
-        // MilliValue() % 1000 == 0: the value times 1000 is a multiple of 1000.
-        if self.exp10 >= 0 {
-            return true;
-        }
-        let Some(shifted) = 1i128
-            .checked_shl(self.exp2)
-            .and_then(|s| self.mantissa.checked_mul(s))
-        else {
-            return true;
-        };
-        10i128
-            .checked_pow(self.exp10.unsigned_abs())
-            .is_none_or(|d| shifted % d == 0)
+        self.value.cmp(&other.value)
     }
 }
 
@@ -1278,7 +1215,10 @@ fn quantity(value: &Value, path: &FieldPath) -> Result<Qty, WebhookError> {
     };
     let q = Quantity::parse(&text)
         .map_err(|e| WebhookError::Decode(format!("decoding {path}: {e}")))?;
-    Ok(Qty::from_canonical(q.to_string()))
+    Ok(Qty {
+        text: q.to_string(),
+        value: q,
+    })
 }
 
 const STANDARD_CONTAINER_RESOURCES: &[&str] = &["cpu", "memory", "ephemeral-storage"];
@@ -1358,7 +1298,7 @@ fn validate_resource_name(name: &str, path: &FieldPath, errs: &mut Vec<FieldErro
 }
 
 fn validate_quantity_value(name: &str, q: &Qty, path: &FieldPath, errs: &mut Vec<FieldError>) {
-    if q.negative {
+    if q.negative() {
         errs.push(FieldError::invalid(
             path,
             BadValue::str(&q.text),
@@ -1806,7 +1746,7 @@ mod tests {
         assert_eq!(q("0.5").cmp(&q("500m")), Ordering::Equal);
         assert_eq!(q("1e3").cmp(&q("1k")), Ordering::Equal);
         assert_eq!(q("2E").cmp(&q("1n")), Ordering::Greater);
-        assert!(q("-1").negative);
+        assert!(q("-1").negative());
         assert!(q("2").is_integer() && !q("1500m").is_integer() && q("2000m").is_integer());
     }
 }
