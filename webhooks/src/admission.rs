@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+
+use crate::de::nullable;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -206,15 +208,6 @@ pub fn labels_of(obj: &RawValue) -> BTreeMap<String, String> {
     serde_json::from_str::<Obj>(obj.get())
         .map(|o| o.metadata.labels)
         .unwrap_or_default()
-}
-
-/// `null` reads as the zero value, as Go's encoding/json does.
-fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 fn is_empty_object(v: &RawValue) -> bool {

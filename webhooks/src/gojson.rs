@@ -1,5 +1,7 @@
-//! JSON text as Go's `encoding/json` writes it where OpenKruise stores JSON inside annotations: compact,
-//! object keys sorted, and `<`, `>`, `&`, U+2028, U+2029 escaped.
+//! Text as OpenKruise's Go code writes it: JSON inside annotations as `encoding/json` marshals it (compact,
+//! object keys sorted, `<`, `>`, `&`, U+2028, U+2029 escaped), and strings quoted as `strconv.Quote` (`%q`).
+
+use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -26,6 +28,47 @@ pub fn escape_like_go(json: &str) -> String {
 /// Compact JSON of `value` as Go would marshal it (serde_json maps are sorted: no `preserve_order`).
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> String {
     escape_like_go(&serde_json::to_string(value).unwrap_or_default())
+}
+
+/// Go's `strconv.Quote` (what `%q` prints for a string).
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if is_go_printable(c) => out.push(c),
+            c if (c as u32) < 0x10000 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\U{:08x}", c as u32);
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// An approximation of Go's `unicode.IsPrint`: no controls, no spaces but U+0020, no format characters.
+fn is_go_printable(c: char) -> bool {
+    if c == ' ' {
+        return true;
+    }
+    !(c.is_control()
+        || c.is_whitespace()
+        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 pub mod admission;
 pub mod api;
 pub mod conversion;
+pub mod de;
 pub mod deletion_protection;
 pub mod error;
 pub mod features;

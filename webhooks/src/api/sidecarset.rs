@@ -11,6 +11,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::de::nullable;
 use serde_json::Value;
 
 /// `kruise.io/sidecarset-hash`.
@@ -314,14 +316,6 @@ pub struct SourceContainerNameFrom {
     /// `metadata.labels['k']` or `metadata.annotations['k']`.
     #[serde(default)]
     pub field_ref: Option<ObjectFieldSelector>,
-}
-
-fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 impl<'de> Deserialize<'de> for SidecarContainer {

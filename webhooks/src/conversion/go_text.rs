@@ -1,50 +1,9 @@
 //! Text exactly as OpenKruise's Go code produces or accepts it: `strconv.Quote`, `strconv.ParseInt` errors,
 //! `intstr.Parse`, `time.Parse(time.RFC3339)` re-formatted in UTC, and `encoding/json` string escaping.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
-/// Go's `strconv.Quote` (what `%q` prints for a string).
-pub(super) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if is_go_printable(c) => out.push(c),
-            c if (c as u32) < 0x10000 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", c as u32);
-            }
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// An approximation of Go's `unicode.IsPrint`: no controls, no spaces but U+0020, no format characters.
-fn is_go_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !(c.is_control()
-        || c.is_whitespace()
-        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
-}
+pub(super) use crate::gojson::go_quote as quote;
 
 /// Go's `strconv.ParseInt(s, 10, bits)`, with its error text
 /// (`strconv.ParseInt: parsing "x": invalid syntax` / `value out of range`).

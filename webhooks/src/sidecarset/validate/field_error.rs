@@ -248,38 +248,7 @@ pub fn aggregate(errors: &[FieldError]) -> String {
     }
 }
 
-/// Go's `strconv.Quote`: double quotes; `\"` and `\\`; `\a \b \f \n \r \t \v`; other control characters as
-/// `\xNN` (ASCII) or `\uNNNN` / `\UNNNNNNNN`; printable characters as they are.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => {
-                if (c as u32) <= 0xffff {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::gojson::go_quote;
 
 /// Go's `%#v` of a `[]string`: `[]string{"a", "b"}` (`[]string(nil)` when empty, as a nil slice prints).
 pub fn go_string_slice(values: &[String]) -> String {

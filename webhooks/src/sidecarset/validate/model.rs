@@ -11,19 +11,13 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Deserializer};
+
+use crate::de::nullable;
 use serde_json::{Map, Value};
 
 use crate::api::sidecarset::{
     BASE_ANNOTATION, CANARY_ANNOTATION, InjectionStrategy, PatchPodMetadata,
 };
-
-pub(super) fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
 
 /// A decoded SidecarSet.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -36,7 +36,9 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
+
+use crate::de::nullable;
 use serde_json::{Map, Value};
 
 use super::field_error::{BadValue, FieldError, FieldPath, go_quote};
@@ -46,14 +48,6 @@ use super::meta::{
 };
 use crate::WebhookError;
 use crate::quantity::Quantity;
-
-fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
 
 /// The container fields pod validation reads; Go's zero values stand for absent fields.
 #[derive(Debug, Default, Deserialize)]

@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use super::meta::{compile_go_regex, selector_conversion_error};
-use super::model::nullable;
 use crate::api::sidecarset::PatchPodMetadata;
+use crate::de::nullable;
 use crate::selector;
 
 /// The ConfigMap `kruise-configuration` key holding the whitelist.
