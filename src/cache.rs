@@ -496,11 +496,7 @@ impl SidecarSetView for SidecarSetCache {
             .state()
             .into_iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
-            .filter(|r| {
-                labels
-                    .iter()
-                    .all(|(k, v)| r.metadata.labels.as_ref().and_then(|l| l.get(k)) == Some(v))
-            })
+            .filter(|r| kruise_webhooks::selector::has_labels(r.metadata.labels.as_ref(), labels))
             .collect()
     }
 }

@@ -242,11 +242,7 @@ impl SidecarSetView for FixtureCluster {
         self.revisions
             .iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
-            .filter(|r| {
-                labels
-                    .iter()
-                    .all(|(k, v)| r.metadata.labels.as_ref().and_then(|l| l.get(k)) == Some(v))
-            })
+            .filter(|r| crate::selector::has_labels(r.metadata.labels.as_ref(), labels))
             .cloned()
             .collect()
     }

@@ -27,6 +27,16 @@ pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> b
         })
 }
 
+/// Whether `labels` carries every one of `wanted` (equality-based selection, as a label query string asks).
+pub fn has_labels(
+    labels: Option<&BTreeMap<String, String>>,
+    wanted: &BTreeMap<String, String>,
+) -> bool {
+    wanted
+        .iter()
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
