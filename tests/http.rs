@@ -350,8 +350,9 @@ fn sidecarset_review(spec: Value) -> String {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn sidecarset_validation_answers_like_openkruise() {
-    // spec/sidecarset.md §11 scenarios 44 and 61, through the Router and the I/O that reads the whitelist.
+async fn sidecarset_validation_answers_with_openkruises_texts_and_422() {
+    // spec/sidecarset.md §11 scenarios 44 and 61, through the Router and the I/O that reads the whitelist;
+    // violations are 422 (DECISIONS 14 overrides OpenKruise's 500), the messages OpenKruise's.
     let container = json!([{"name": "c", "image": "i:1", "podInjectPolicy": "BeforeAppContainer", "shareVolumePolicy": {"type": "disabled"},
                             "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}]);
     let strategy = json!({"type": "RollingUpdate", "partition": 0, "maxUnavailable": 1});
@@ -366,7 +367,7 @@ async fn sidecarset_validation_answers_like_openkruise() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         body["response"],
-        json!({"uid": "v1", "allowed": false, "status": {"code": 500, "message": "spec.selector: Required value: no selector defined for SidecarSet"}})
+        json!({"uid": "v1", "allowed": false, "status": {"code": 422, "message": "spec.selector: Required value: no selector defined for SidecarSet"}})
     );
 
     let valid = json!({"selector": {"matchLabels": {"app": "web"}}, "containers": container, "updateStrategy": strategy,
@@ -401,6 +402,6 @@ async fn sidecarset_validation_answers_like_openkruise() {
     .await;
     assert_eq!(
         body["response"],
-        json!({"uid": "v1", "allowed": true, "status": {"code": 200}})
+        json!({"uid": "v1", "allowed": true, "status": {"code": 200, "message": "allowed to be admitted"}})
     );
 }

@@ -336,7 +336,7 @@ impl AdmissionResponse {
                 Status {
                     code: 200,
                     reason: None,
-                    message: None,
+                    message: verdict.allow_message.clone(),
                 },
             ),
             Decision::Deny(d) => (

@@ -19,6 +19,10 @@ pub enum WebhookError {
         /// Why it is invalid.
         reason: String,
     },
+    /// A step of the webhook failed on this request (500), with OpenKruise's own text for it (e.g. a corrupt
+    /// annotation, a missing ControllerRevision): answered verbatim (DECISIONS 14).
+    #[error("{0}")]
+    Failed(String),
     /// A bug or an impossible state (500).
     #[error("internal error: {0}")]
     Internal(String),
@@ -30,7 +34,7 @@ impl WebhookError {
         match self {
             Self::Decode(_) | Self::UnsupportedVersion(_) => 400,
             Self::InvalidSpec { .. } => 422,
-            Self::Internal(_) => 500,
+            Self::Failed(_) | Self::Internal(_) => 500,
         }
     }
 

@@ -166,14 +166,14 @@ fn sidecarset_step(
         labels.insert(NAMESPACE_NAME_LABEL.into(), namespace.clone());
         labels
     });
-    let internal = WebhookError::Internal;
+    let failed = WebhookError::Failed;
     let matched = select::matching(candidates.iter(), &pod_labels, namespace_labels.as_ref())
-        .map_err(internal)?;
+        .map_err(failed)?;
     let mut chosen = Vec::with_capacity(matched.len());
     for set in &matched {
         chosen.push(
             revision::choose(set, &pod_labels, view, ctx.kruise_namespace, ctx.random)
-                .map_err(internal)?,
+                .map_err(failed)?,
         );
     }
     let options = InjectOptions {
@@ -181,14 +181,14 @@ fn sidecarset_step(
         sort_containers_by_name: ctx.gates.enabled("EnableSortSidecarContainerByName"),
     };
     inject::inject(pod, &chosen, options, &crate::sidecarset::resources::apply)
-        .map_err(|e| internal(e.to_string()))?;
+        .map_err(|e| failed(e.to_string()))?;
     Ok(())
 }
 
 /// Runs the pod mutating chain on a CREATE (or UPDATE) of a pod.
 ///
 /// # Errors
-/// [`WebhookError::Decode`] (400) when the object is not a pod; [`WebhookError::Internal`] (500) when a step
+/// [`WebhookError::Decode`] (400) when the object is not a pod; [`WebhookError::Failed`] (500) when a step
 /// fails, with the step's message, as OpenKruise answers.
 pub fn mutate(
     req: &AdmissionRequest,

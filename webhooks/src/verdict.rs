@@ -98,6 +98,8 @@ impl ProtectionRecord {
 pub struct Verdict {
     /// Allow or deny.
     pub decision: Decision,
+    /// `status.message` of an allowed answer, where OpenKruise sends one.
+    pub allow_message: Option<String>,
     /// RFC 6902 operations against the raw request object (empty: no patch).
     pub patch: Vec<PatchOperation>,
     /// Admission warnings shown to the client (DECISIONS 18).
@@ -113,6 +115,7 @@ impl Verdict {
     pub fn allow() -> Self {
         Self {
             decision: Decision::Allow,
+            allow_message: None,
             patch: Vec::new(),
             warnings: Vec::new(),
             audit_annotations: BTreeMap::new(),

@@ -344,7 +344,7 @@ data: {spec: {"$patch": replace, initContainers: [{name: init-2, image: "busybox
         (err.http_code(), err.to_string().as_str()),
         (
             500,
-            "internal error: ControllerRevision.apps \"sidecarset1\" not found"
+            "ControllerRevision.apps \"sidecarset1\" not found"
         )
     );
 }

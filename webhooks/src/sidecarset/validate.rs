@@ -53,8 +53,12 @@ pub use self::whitelist::{CONFIG_MAP_NAME, DEFAULTS_ALLOWED_GATE, WHITELIST_KEY,
 /// The API versions the webhook decodes (`request.resource.version`).
 pub const VERSIONS: [&str; 2] = ["v1alpha1", "v1beta1"];
 
-/// The status code of a rule violation (OpenKruise answers `Errored(500)`, §12).
-pub const VIOLATION_CODE: u16 = 500;
+/// The status code of a rule violation: 422, an invalid custom resource spec (DECISIONS 14 overrides the
+/// `Errored(500)` OpenKruise answers, spec §12). The message stays OpenKruise's.
+pub const VIOLATION_CODE: u16 = 422;
+
+/// `status.message` of an admitted SidecarSet (spec §8).
+pub const ALLOWED_MESSAGE: &str = "allowed to be admitted";
 
 /// What the validator needs besides the request and the cluster view.
 pub struct ValidateContext<'a> {
@@ -97,7 +101,9 @@ pub fn validate(
     };
     let errors = validate_sidecarset(&subject, old.as_ref(), view, ctx)?;
     if errors.is_empty() {
-        Ok(Verdict::allow())
+        let mut verdict = Verdict::allow();
+        verdict.allow_message = Some(ALLOWED_MESSAGE.to_owned());
+        Ok(verdict)
     } else {
         Ok(Verdict::deny(Denial {
             code: VIOLATION_CODE,

@@ -1184,7 +1184,7 @@ fn scenario_61_whitelist() {
 }
 
 #[test]
-fn violations_are_answered_500_with_the_aggregate() {
+fn violations_are_answered_422_with_the_aggregate() {
     let obj = merge(
         sidecarset("test-sidecarset"),
         json!({"spec": {"selector": null, "containers": null}}),
@@ -1193,7 +1193,7 @@ fn violations_are_answered_500_with_the_aggregate() {
         .review(&request("CREATE", "v1beta1", &obj, None))
         .unwrap();
     let denial = verdict.denial().expect("denied");
-    assert_eq!(denial.code, 500);
+    assert_eq!(denial.code, 422);
     assert_eq!(denial.reason, None);
     assert_eq!(
         denial.message,
