@@ -342,10 +342,7 @@ data: {spec: {"$patch": replace, initContainers: [{name: init-2, image: "busybox
     let err = mutate(&req, &missing, &ctx(&gates)).unwrap_err();
     assert_eq!(
         (err.http_code(), err.to_string().as_str()),
-        (
-            500,
-            "ControllerRevision.apps \"sidecarset1\" not found"
-        )
+        (500, "ControllerRevision.apps \"sidecarset1\" not found")
     );
 }
 
