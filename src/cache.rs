@@ -175,6 +175,16 @@ impl LiveCache {
         cache
     }
 
+    /// Every Pod in the cache (the SidecarSet controller matches pods in all namespaces).
+    pub fn pods_all(&self) -> Vec<Arc<Pod>> {
+        self.pods.state()
+    }
+
+    /// The SidecarSet and ControllerRevision caches, when started (the pod webhook is served).
+    pub fn sidecar_set_cache(&self) -> Option<&SidecarSetCache> {
+        self.sidecars.as_ref()
+    }
+
     async fn count_custom_resources(
         &self,
         q: &CustomResourceQuery,

@@ -1,6 +1,7 @@
 //! Command-line flags (clap derive). Env names are OpenKruise's where it has them (spec/webhook-server.md §2).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -105,6 +106,65 @@ pub struct ServeArgs {
     /// How often certificates are re-checked (Secret or files), in seconds.
     #[arg(long, default_value_t = 60)]
     pub cert_sync_interval: u64,
+    /// Run the controllers only on the replica holding the leader Lease (`--enable-leader-election=false`
+    /// runs them on every replica).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
+    pub enable_leader_election: bool,
+    /// Namespace of the leader Lease; default: --namespace (POD_NAMESPACE).
+    #[arg(long)]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the leader Lease (OpenKruise's lock, spec/webhook-server.md §9).
+    #[arg(long, default_value = "kruise-manager")]
+    pub leader_election_id: String,
+    /// How long a leader Lease holds without renewal (Go duration: `15s`, `1m30s`).
+    #[arg(long, default_value = "15s", value_parser = parse_go_duration)]
+    pub leader_election_lease_duration: Duration,
+    /// How long the leader keeps retrying a failed renewal before giving up leadership.
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration)]
+    pub leader_election_renew_deadline: Duration,
+    /// How often the Lease is tried (candidates) and renewed (the leader).
+    #[arg(long, default_value = "2s", value_parser = parse_go_duration)]
+    pub leader_election_retry_period: Duration,
+}
+
+/// Parses a Go `time.Duration` flag value: decimal numbers with units `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`
+/// (`1m30s`, `1.5s`), or `0`.
+///
+/// # Errors
+/// A value Go's `time.ParseDuration` would refuse (negative durations too).
+pub fn parse_go_duration(value: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {value:?} (want e.g. 15s, 1m30s, 500ms)");
+    if value == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut rest = value.strip_prefix('+').unwrap_or(value);
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += number * seconds;
+        rest = &rest[unit_len..];
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad())
 }
 
 /// `kruise-webhook review`.

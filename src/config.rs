@@ -92,6 +92,39 @@ pub struct ServeConfig {
     pub init_timeout: Duration,
     /// Certificate re-check period.
     pub cert_sync_interval: Duration,
+    /// Leader election of the controllers.
+    pub leader_election: LeaderElectionConfig,
+}
+
+/// Leader election of the controllers (spec/webhook-server.md §9): the Lease `<namespace>/<name>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderElectionConfig {
+    /// Off: every replica runs the controllers.
+    pub enabled: bool,
+    /// Namespace of the Lease.
+    pub namespace: String,
+    /// Name of the Lease.
+    pub name: String,
+    /// How long the Lease holds without renewal.
+    pub lease_duration: Duration,
+    /// How long the leader retries a failed renewal before giving up.
+    pub renew_deadline: Duration,
+    /// How often the Lease is tried and renewed.
+    pub retry_period: Duration,
+}
+
+impl LeaderElectionConfig {
+    /// OpenKruise's defaults: enabled, `<namespace>/kruise-manager`, 15 s / 10 s / 2 s.
+    pub fn new(namespace: &str) -> Self {
+        Self {
+            enabled: true,
+            namespace: namespace.to_owned(),
+            name: "kruise-manager".to_owned(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
 }
 
 impl ServeConfig {
@@ -120,6 +153,7 @@ impl ServeConfig {
             body_timeout: Duration::from_secs(5),
             init_timeout: Duration::from_secs(60),
             cert_sync_interval: Duration::from_secs(60),
+            leader_election: LeaderElectionConfig::new("kruise-system"),
         }
     }
 }
@@ -196,6 +230,26 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         None if standalone => None,
         None => Some(PathBuf::from("/log")),
     };
+    let leader_election = LeaderElectionConfig {
+        enabled: s.enable_leader_election,
+        namespace: s
+            .leader_election_namespace
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| s.namespace.clone()),
+        name: s.leader_election_id,
+        lease_duration: s.leader_election_lease_duration,
+        renew_deadline: s.leader_election_renew_deadline,
+        retry_period: s.leader_election_retry_period,
+    };
+    // client-go's checks: leaseDuration > renewDeadline > retryPeriod * 1.2 (the jitter factor).
+    if leader_election.enabled
+        && (leader_election.lease_duration <= leader_election.renew_deadline
+            || leader_election.renew_deadline <= leader_election.retry_period.mul_f64(1.2))
+    {
+        return Err(ConfigError::Conflict(
+            "--leader-election-lease-duration must exceed --leader-election-renew-deadline, which must exceed 1.2 x --leader-election-retry-period".into(),
+        ));
+    }
     Ok(ServeConfig {
         tls_addr: SocketAddr::new(bind, s.port),
         metrics_addr: parse_addr("--metrics-addr", &s.metrics_addr)?,
@@ -213,6 +267,7 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         body_timeout: Duration::from_secs(s.request_body_timeout.max(1)),
         init_timeout: Duration::from_secs(s.webhook_initialize_timeout),
         cert_sync_interval: Duration::from_secs(s.cert_sync_interval.max(1)),
+        leader_election,
     })
 }
 
@@ -249,6 +304,38 @@ mod tests {
         };
         assert_eq!(s.cert_source, CertSource::External);
         assert_eq!(s.protection_log_dir, Some(PathBuf::from("/log")));
+    }
+
+    #[test]
+    fn leader_election_defaults_follow_openkruise() {
+        let Mode::Serve(s) = parse(&["kw", "serve", "--namespace", "ops"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(s.leader_election, LeaderElectionConfig::new("ops"));
+        let Mode::Serve(s) = parse(&[
+            "kw",
+            "serve",
+            "--enable-leader-election=false",
+            "--leader-election-namespace=elsewhere",
+            "--leader-election-lease-duration=1m30s",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!()
+        };
+        assert!(!s.leader_election.enabled);
+        assert_eq!(s.leader_election.namespace, "elsewhere");
+        assert_eq!(s.leader_election.lease_duration, Duration::from_secs(90));
+        assert!(parse(&["kw", "serve", "--leader-election-renew-deadline=20s"]).is_err());
+        assert!(Cli::try_parse_from(["kw", "serve", "--leader-election-retry-period=2"]).is_err());
+        assert_eq!(
+            crate::cli::parse_go_duration("1.5s").unwrap(),
+            Duration::from_millis(1500)
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod certs;
 pub mod cli;
 pub mod config;
+pub mod controller;
 pub mod metrics;
 pub mod review;
 pub mod server;

@@ -48,6 +48,13 @@ pub struct WorkloadUserLabels {
     pub username: String,
 }
 
+/// `{name}` of the leader-election metrics: the Lease name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LeaseLabels {
+    /// The Lease (`kruise-manager`).
+    pub name: String,
+}
+
 /// A monotonically increasing count exposed under its plain name, as OpenKruise's Go counters are
 /// (`namespace_deletion_protection`, not `..._total`): OpenMetrics would force the suffix on a counter, so
 /// this is typed `unknown`, which keeps the name dashboards already query.
@@ -97,6 +104,10 @@ pub struct Metrics {
     pub crd_protection: Family<NameUserLabels, PlainCounter>,
     /// `workload_deletion_protection{kind_namespace_name,username}`.
     pub workload_protection: Family<WorkloadUserLabels, PlainCounter>,
+    /// `kruise_manager_is_leader`: 1 while this replica holds the leader Lease, else 0.
+    pub is_leader: Gauge,
+    /// `leader_election_slowpath_total{name}`: renewals that had to re-read the Lease.
+    pub leader_slowpath: Family<LeaseLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -121,6 +132,8 @@ impl Metrics {
         let namespace_protection = Family::<NameUserLabels, PlainCounter>::default();
         let crd_protection = Family::<NameUserLabels, PlainCounter>::default();
         let workload_protection = Family::<WorkloadUserLabels, PlainCounter>::default();
+        let is_leader = Gauge::default();
+        let leader_slowpath = Family::<LeaseLabels, Counter>::default();
         registry.register(
             "controller_runtime_webhook_requests",
             "Total number of admission requests by HTTP status code.",
@@ -156,6 +169,16 @@ impl Metrics {
             "Number of workload deletions refused by deletion protection",
             workload_protection.clone(),
         );
+        registry.register(
+            "kruise_manager_is_leader",
+            "Whether this replica holds the leader Lease (1) or not (0)",
+            is_leader.clone(),
+        );
+        registry.register(
+            "leader_election_slowpath",
+            "Total number of leader Lease renewals that fell back to re-reading the Lease",
+            leader_slowpath.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             requests,
@@ -165,6 +188,8 @@ impl Metrics {
             namespace_protection,
             crd_protection,
             workload_protection,
+            is_leader,
+            leader_slowpath,
         }
     }
 

@@ -163,6 +163,7 @@ pub struct Server {
     plain_shutdown: tokio::sync::watch::Sender<bool>,
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
     certs: CertManager,
+    controllers: Option<crate::controller::Controllers>,
 }
 
 async fn bind_plain(
@@ -243,7 +244,7 @@ pub async fn start_with(
                 .with_context(|| format!("opening {}/protection.log", dir.display()))?,
         );
     }
-    let certs = CertManager::start(&config, state.certs.clone(), client, served).await?;
+    let certs = CertManager::start(&config, state.certs.clone(), client.clone(), served).await?;
 
     let tls_listener = std::net::TcpListener::bind(config.tls_addr)
         .with_context(|| format!("binding {}", config.tls_addr))?;
@@ -290,6 +291,17 @@ pub async fn start_with(
             tls_addr.port()
         );
     }
+    // Leader-elected controllers: cluster mode only, started last (src/controller.rs).
+    let controllers = match (&state.cluster, client) {
+        (Cluster::Live(cache), Some(client)) => Some(crate::controller::Controllers::start(
+            client,
+            cache,
+            &config,
+            served,
+            &state.metrics,
+        )),
+        _ => None,
+    };
     Ok(Server {
         state,
         tls_addr,
@@ -299,6 +311,7 @@ pub async fn start_with(
         plain_shutdown,
         tasks,
         certs,
+        controllers,
     })
 }
 
@@ -338,6 +351,9 @@ impl Server {
             .graceful_shutdown(Some(self.state.config.shutdown_grace));
         let _ = self.plain_shutdown.send(true);
         self.certs.stop();
+        if let Some(controllers) = self.controllers {
+            controllers.shutdown().await;
+        }
         let mut result = Ok(());
         for task in self.tasks {
             match tokio::time::timeout(

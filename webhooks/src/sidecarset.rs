@@ -7,4 +7,5 @@ pub mod inject;
 pub mod resources;
 pub mod revision;
 pub mod select;
+pub mod status;
 pub mod validate;

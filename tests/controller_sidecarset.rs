@@ -1,0 +1,415 @@
+//! The SidecarSet controller (spec/sidecarset.md §9) against a mock apiserver (tower-test): each call is
+//! asserted (method, path, body) and answered, conflicts included. Cluster state comes from a
+//! [`Snapshot`]; expected bodies are written by hand from the spec.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Method, Request, Response, StatusCode};
+use kube::client::Body;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use kruise_webhook::controller::sidecarset::{
+    LoopSettings, Reconciled, SidecarSetController, Snapshot, reconcile,
+};
+
+type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+type Send = tower_test::mock::SendResponse<Response<Body>>;
+
+const REVISIONS: &str = "/apis/apps/v1/namespaces/kruise-system/controllerrevisions";
+const SET: &str = "/apis/apps.kruise.io/v1beta1/sidecarsets/sidecarset1";
+const STATUS: &str = "/apis/apps.kruise.io/v1beta1/sidecarsets/sidecarset1/status";
+
+/// The revision `data` of [`set`] (§9: keys sorted, the container as Go encodes it, missing lists null).
+const DATA: &str = r#"{"spec":{"$patch":"replace","containers":[{"image":"dns:1.0","imagePullPolicy":"IfNotPresent","name":"dns-f","podInjectPolicy":"BeforeAppContainer","resources":{},"shareVolumePolicy":{"type":"disabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","upgradeStrategy":{"upgradeType":"ColdUpgrade"}}],"imagePullSecrets":null,"initContainers":null,"patchPodMetadata":null,"volumes":null}}"#;
+/// FNV-1 32 of DATA + "0" is 3448237518 (computed with Python), digits mapped through the safe alphabet.
+const NAME_0: &str = "sidecarset1-788d67c95d";
+/// ... and of DATA + "1": 3448237519.
+const NAME_1: &str = "sidecarset1-788d67c95f";
+
+struct Call {
+    method: Method,
+    path: String,
+    content_type: String,
+    raw: Vec<u8>,
+    body: Value,
+    send: Send,
+}
+
+async fn expect(handle: &mut Handle, method: Method, path: &str) -> Call {
+    let (request, send) = tokio::time::timeout(Duration::from_secs(30), handle.next_request())
+        .await
+        .unwrap_or_else(|_| panic!("no {method} {path} within 30 s"))
+        .expect("client alive");
+    let content_type = request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let (m, p) = (request.method().clone(), request.uri().path().to_owned());
+    let raw = request.into_body().collect_bytes().await.unwrap().to_vec();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    assert_eq!((&m, p.as_str()), (&method, path), "body: {body}");
+    Call {
+        method: m,
+        path: p,
+        content_type,
+        raw,
+        body,
+        send,
+    }
+}
+
+fn respond(send: Send, status: StatusCode, body: &Value) {
+    send.send_response(
+        Response::builder()
+            .status(status)
+            .body(Body::from(serde_json::to_vec(body).unwrap()))
+            .unwrap(),
+    );
+}
+
+fn failure(code: u16, reason: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": reason, "code": code, "message": reason})
+}
+
+fn set_json(status: Value) -> Value {
+    json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "sidecarset1", "uid": "uid-1", "generation": 2, "resourceVersion": "100",
+            "annotations": {"kruise.io/sidecarset-hash": "h1", "kruise.io/sidecarset-hash-without-image": "w1"}},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "containers": [{"name": "dns-f", "image": "dns:1.0", "imagePullPolicy": "IfNotPresent",
+                "podInjectPolicy": "BeforeAppContainer", "shareVolumePolicy": {"type": "disabled"},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                "upgradeStrategy": {"upgradeType": "ColdUpgrade"}}],
+            "updateStrategy": {"type": "RollingUpdate"}
+        },
+        "status": status
+    })
+}
+
+/// A running, ready pod injected by sidecarset1 at its current hash.
+fn pod_json(name: &str) -> Value {
+    let record = json!({"sidecarset1": {"updateTimestamp": "2025-01-02T03:04:05Z", "hash": "h1",
+        "sidecarSetName": "sidecarset1", "sidecarList": ["dns-f"], "controllerRevision": NAME_0}});
+    json!({
+        "metadata": {"name": name, "namespace": "default", "resourceVersion": "7", "labels": {"app": "web"},
+            "annotations": {"kruise.io/sidecarset-injected-list": "sidecarset1",
+                "kruise.io/sidecarset-hash": record.to_string()}},
+        "spec": {"containers": [{"name": "dns-f", "image": "dns:1.0"}, {"name": "app", "image": "app:1"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [
+                {"name": "dns-f", "image": "dns:1.0", "imageID": "docker-pullable://dns@sha256:aaaa", "ready": true, "restartCount": 0},
+                {"name": "app", "image": "app:1", "imageID": "docker-pullable://app@sha256:bbbb", "ready": true, "restartCount": 0}]}
+    })
+}
+
+fn stored_revision(name: &str, data: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "ControllerRevision",
+        "metadata": {"name": name, "namespace": "kruise-system", "resourceVersion": "50",
+            "labels": {"kruise.io/sidecarset-name": "sidecarset1", "controller.kubernetes.io/hash": name.rsplit('-').next().unwrap()},
+            "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet", "name": "sidecarset1",
+                "uid": "uid-1", "controller": true, "blockOwnerDeletion": true}]},
+        "data": serde_json::from_str::<Value>(data).unwrap(),
+        "revision": 1
+    })
+}
+
+/// The status §9 gives for one updated, ready pod.
+fn up_to_date_status(latest: &str, collision_count: i32) -> Value {
+    json!({"observedGeneration": 2, "matchedPods": 1, "updatedPods": 1, "readyPods": 1,
+        "updatedReadyPods": 1, "latestRevision": latest, "collisionCount": collision_count})
+}
+
+fn snapshot(set: Value, revisions: Vec<Value>) -> Snapshot {
+    Snapshot {
+        sidecar_sets: vec![Arc::new(serde_json::from_value(set).unwrap())],
+        revisions: revisions
+            .into_iter()
+            .map(|r| Arc::new(serde_json::from_value(r).unwrap()))
+            .collect(),
+        pods: vec![Arc::new(serde_json::from_value(pod_json("web-1")).unwrap())],
+        namespaces: [("default".to_owned(), Default::default())].into(),
+    }
+}
+
+fn mock() -> (kube::Client, Handle) {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    (kube::Client::new(service, "default"), handle)
+}
+
+/// Expects the create of revision 1 named `name`, with DATA byte for byte; answers with `status`.
+async fn expect_create(handle: &mut Handle, name: &str, status: StatusCode, answer: Option<Value>) {
+    let call = expect(handle, Method::POST, REVISIONS).await;
+    assert_eq!(call.content_type, "application/json");
+    let raw = String::from_utf8(call.raw).unwrap();
+    assert!(
+        raw.ends_with(&format!(",\"data\":{DATA}}}")),
+        "data byte for byte: {raw}"
+    );
+    let body = call.body;
+    assert_eq!(body["metadata"]["name"], name);
+    assert_eq!(body["metadata"]["namespace"], "kruise-system");
+    assert_eq!(body["revision"], 1);
+    assert_eq!(
+        body["metadata"]["labels"],
+        json!({"kruise.io/sidecarset-name": "sidecarset1", "controller.kubernetes.io/hash": "788d67c95d"})
+    );
+    assert_eq!(
+        body["metadata"]["annotations"],
+        json!({"kruise.io/sidecarset-hash": "h1", "kruise.io/sidecarset-hash-without-image": "w1"})
+    );
+    assert_eq!(
+        body["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet", "name": "sidecarset1",
+            "uid": "uid-1", "controller": true, "blockOwnerDeletion": true}])
+    );
+    let mut created = body.clone();
+    created["metadata"]["resourceVersion"] = json!("51");
+    respond(call.send, status, &answer.unwrap_or(created));
+}
+
+async fn expect_status(handle: &mut Handle, resource_version: &str, status: Value) -> Send {
+    let call = expect(handle, Method::PATCH, STATUS).await;
+    assert_eq!(call.content_type, "application/merge-patch+json");
+    assert_eq!(
+        call.body,
+        json!({"metadata": {"resourceVersion": resource_version}, "status": status})
+    );
+    let _ = (call.method, call.path);
+    call.send
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn first_reconcile_creates_the_revision_and_writes_status() {
+    let (client, mut handle) = mock();
+    let source = snapshot(set_json(json!(null)), vec![]);
+    let set = source.sidecar_sets[0].clone();
+    let run = tokio::spawn(async move { reconcile(&client, &source, &set, "kruise-system").await });
+
+    expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(
+        send,
+        StatusCode::OK,
+        &set_json(up_to_date_status(NAME_0, 0)),
+    );
+
+    let done = run.await.unwrap().unwrap();
+    assert_eq!(
+        done,
+        Reconciled {
+            latest_revision: NAME_0.into(),
+            revision_writes: 1,
+            status_written: true
+        }
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn nothing_changed_makes_no_write() {
+    let (client, mut handle) = mock();
+    let source = snapshot(
+        set_json(up_to_date_status(NAME_0, 0)),
+        vec![stored_revision(NAME_0, DATA)],
+    );
+    let set = source.sidecar_sets[0].clone();
+    // Any call would wait for an answer that never comes.
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        reconcile(&client, &source, &set, "kruise-system"),
+    )
+    .await
+    .expect("no call made")
+    .unwrap();
+    assert_eq!(
+        done,
+        Reconciled {
+            latest_revision: NAME_0.into(),
+            revision_writes: 0,
+            status_written: false
+        }
+    );
+    drop(client);
+    assert!(handle.next_request().await.is_none(), "no call queued");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn status_conflict_rereads_and_retries_on_the_fresh_version() {
+    let (client, mut handle) = mock();
+    let stale = json!({"observedGeneration": 1, "matchedPods": 0, "updatedPods": 0, "readyPods": 0,
+        "updatedReadyPods": 0, "latestRevision": NAME_0, "collisionCount": 0});
+    let source = snapshot(set_json(stale.clone()), vec![stored_revision(NAME_0, DATA)]);
+    let set = source.sidecar_sets[0].clone();
+    let run = tokio::spawn(async move { reconcile(&client, &source, &set, "kruise-system").await });
+
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(send, StatusCode::CONFLICT, &failure(409, "Conflict"));
+    let call = expect(&mut handle, Method::GET, SET).await;
+    let mut fresh = set_json(stale);
+    fresh["metadata"]["resourceVersion"] = json!("101");
+    respond(call.send, StatusCode::OK, &fresh);
+    let send = expect_status(&mut handle, "101", up_to_date_status(NAME_0, 0)).await;
+    let mut written = set_json(up_to_date_status(NAME_0, 0));
+    written["metadata"]["resourceVersion"] = json!("102");
+    respond(send, StatusCode::OK, &written);
+
+    let done = run.await.unwrap().unwrap();
+    assert!(done.status_written);
+    assert_eq!(done.revision_writes, 0);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn status_conflict_stops_when_the_fresh_object_already_has_the_status() {
+    let (client, mut handle) = mock();
+    let source = snapshot(set_json(json!(null)), vec![stored_revision(NAME_0, DATA)]);
+    let set = source.sidecar_sets[0].clone();
+    let run = tokio::spawn(async move { reconcile(&client, &source, &set, "kruise-system").await });
+
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(send, StatusCode::CONFLICT, &failure(409, "Conflict"));
+    let call = expect(&mut handle, Method::GET, SET).await;
+    let mut fresh = set_json(up_to_date_status(NAME_0, 0));
+    fresh["metadata"]["resourceVersion"] = json!("101");
+    respond(call.send, StatusCode::OK, &fresh);
+
+    let done = run.await.unwrap().unwrap();
+    assert!(!done.status_written, "another writer got there first");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn status_conflicts_give_up_after_three_attempts() {
+    let (client, mut handle) = mock();
+    let source = snapshot(set_json(json!(null)), vec![stored_revision(NAME_0, DATA)]);
+    let set = source.sidecar_sets[0].clone();
+    let run = tokio::spawn(async move { reconcile(&client, &source, &set, "kruise-system").await });
+
+    for attempt in 0..3 {
+        let rv = (100 + attempt).to_string();
+        let send = expect_status(&mut handle, &rv, up_to_date_status(NAME_0, 0)).await;
+        respond(send, StatusCode::CONFLICT, &failure(409, "Conflict"));
+        if attempt < 2 {
+            let call = expect(&mut handle, Method::GET, SET).await;
+            let mut fresh = set_json(json!(null));
+            fresh["metadata"]["resourceVersion"] = json!((101 + attempt).to_string());
+            respond(call.send, StatusCode::OK, &fresh);
+        }
+    }
+    let err = run.await.unwrap().unwrap_err();
+    assert!(err.to_string().contains("after 3 attempts"), "{err}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_revision_name_taken_by_other_data_raises_the_collision_count() {
+    let (client, mut handle) = mock();
+    let source = snapshot(set_json(json!(null)), vec![]);
+    let set = source.sidecar_sets[0].clone();
+    let run = tokio::spawn(async move { reconcile(&client, &source, &set, "kruise-system").await });
+
+    expect_create(
+        &mut handle,
+        NAME_0,
+        StatusCode::CONFLICT,
+        Some(failure(409, "AlreadyExists")),
+    )
+    .await;
+    let call = expect(&mut handle, Method::GET, &format!("{REVISIONS}/{NAME_0}")).await;
+    respond(
+        call.send,
+        StatusCode::OK,
+        &stored_revision(NAME_0, &DATA.replace("dns:1.0", "dns:0.1")),
+    );
+    // Same object, next name; the hash label keeps the first hash (Go renames only).
+    expect_create(&mut handle, NAME_1, StatusCode::CREATED, None).await;
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_1, 1)).await;
+    respond(
+        send,
+        StatusCode::OK,
+        &set_json(up_to_date_status(NAME_1, 1)),
+    );
+
+    let done = run.await.unwrap().unwrap();
+    assert_eq!(done.latest_revision, NAME_1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_existing_revision_with_the_same_data_is_adopted() {
+    let (client, mut handle) = mock();
+    let source = snapshot(set_json(json!(null)), vec![]);
+    let set = source.sidecar_sets[0].clone();
+    let run = tokio::spawn(async move { reconcile(&client, &source, &set, "kruise-system").await });
+
+    // The cache had not seen our own earlier create yet.
+    expect_create(
+        &mut handle,
+        NAME_0,
+        StatusCode::CONFLICT,
+        Some(failure(409, "AlreadyExists")),
+    )
+    .await;
+    let call = expect(&mut handle, Method::GET, &format!("{REVISIONS}/{NAME_0}")).await;
+    respond(call.send, StatusCode::OK, &stored_revision(NAME_0, DATA));
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(
+        send,
+        StatusCode::OK,
+        &set_json(up_to_date_status(NAME_0, 0)),
+    );
+    let done = run.await.unwrap().unwrap();
+    assert_eq!(done.latest_revision, NAME_0);
+    assert_eq!(done.revision_writes, 0);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_loop_reconciles_only_while_leading() {
+    let (client, mut handle) = mock();
+    let source = snapshot(set_json(json!(null)), vec![]);
+    let (leader, leader_rx) = watch::channel(false);
+    let controller = SidecarSetController::start(
+        client,
+        Arc::new(source),
+        "kruise-system".into(),
+        leader_rx,
+        LoopSettings::default(),
+    );
+    // Not leading: nothing for a while.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(300), handle.next_request())
+            .await
+            .is_err(),
+        "no call while not leading"
+    );
+    leader.send_replace(true);
+    expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(
+        send,
+        StatusCode::OK,
+        &set_json(up_to_date_status(NAME_0, 0)),
+    );
+    // Leading again reconciles every SidecarSet at once; a failure is retried with backoff.
+    leader.send_replace(false);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    leader.send_replace(true);
+    expect_create(
+        &mut handle,
+        NAME_0,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Some(failure(500, "InternalError")),
+    )
+    .await;
+    let before = tokio::time::Instant::now();
+    expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
+    assert!(before.elapsed() >= Duration::from_secs(1), "backed off");
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(
+        send,
+        StatusCode::OK,
+        &set_json(up_to_date_status(NAME_0, 0)),
+    );
+    controller.stop().await;
+}
