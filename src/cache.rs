@@ -466,6 +466,11 @@ impl SidecarSetCache {
         }
     }
 
+    /// The index, read-locked (a writer that panicked leaves a usable index: every update is one upsert).
+    fn read_index(&self) -> std::sync::RwLockReadGuard<'_, SidecarSetIndex> {
+        self.index.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// True once SidecarSets and ControllerRevisions are listed.
     pub fn synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
@@ -478,20 +483,13 @@ impl SidecarSetView for SidecarSetCache {
         namespace: &str,
         labels: &BTreeMap<String, String>,
     ) -> Vec<Arc<SidecarSet>> {
-        self.index
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .candidates_for(namespace, labels)
+        self.read_index().candidates_for(namespace, labels)
     }
     fn sidecar_set(&self, name: &str) -> Option<Arc<SidecarSet>> {
-        self.index
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
+        self.read_index().get(name).cloned()
     }
     fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
-        self.index.read().unwrap_or_else(|p| p.into_inner()).all()
+        self.read_index().all()
     }
     fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
         self.revisions
