@@ -164,60 +164,18 @@ pub fn choose(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixture::FixtureCluster;
     use serde_json::json;
 
-    #[derive(Default)]
-    struct Revisions(Vec<Arc<ControllerRevision>>);
-
-    impl SidecarSetView for Revisions {
-        fn sidecar_set_candidates(
-            &self,
-            _: &str,
-            _: &BTreeMap<String, String>,
-        ) -> Vec<Arc<SidecarSet>> {
-            Vec::new()
-        }
-        fn sidecar_set(&self, _: &str) -> Option<Arc<SidecarSet>> {
-            None
-        }
-        fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
-            Vec::new()
-        }
-        fn controller_revision(
-            &self,
-            namespace: &str,
-            name: &str,
-        ) -> Option<Arc<ControllerRevision>> {
-            self.0
-                .iter()
-                .find(|r| {
-                    r.metadata.namespace.as_deref() == Some(namespace)
-                        && r.metadata.name.as_deref() == Some(name)
-                })
-                .cloned()
-        }
-        fn controller_revisions(
-            &self,
-            namespace: &str,
-            labels: &BTreeMap<String, String>,
-        ) -> Vec<Arc<ControllerRevision>> {
-            self.0
-                .iter()
-                .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
-                .filter(|r| crate::selector::has_labels(r.metadata.labels.as_ref(), labels))
-                .cloned()
-                .collect()
-        }
-    }
-
-    fn revision(name: &str, number: i64, custom: &str, image: &str) -> Arc<ControllerRevision> {
-        Arc::new(serde_json::from_value(json!({
+    fn revision(name: &str, number: i64, custom: &str, image: &str) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "ControllerRevision",
             "metadata": {"name": name, "namespace": "kruise-system",
                          "labels": {SIDECARSET_NAME_LABEL: "sidecarset1", CUSTOM_VERSION_LABEL: custom},
                          "annotations": {HASH_ANNOTATION: format!("{name}-hash")}},
             "revision": number,
             "data": {"spec": {"$patch": "replace", "containers": [{"name": "dns-f", "image": image}]}}
-        })).unwrap())
+        })
     }
 
     fn set(revision: Value, strategy: Value) -> Arc<SidecarSet> {
@@ -230,11 +188,15 @@ mod tests {
         s.spec.containers[0].raw["image"].as_str().unwrap()
     }
 
-    fn view() -> Revisions {
-        Revisions(vec![
+    fn view() -> FixtureCluster {
+        let mut view = FixtureCluster::default();
+        for r in [
             revision("sidecarset1-1", 1, "v1", "sidecar-image:old"),
             revision("sidecarset1-2", 2, "v1", "sidecar-image:stable"),
-        ])
+        ] {
+            view.insert(r).unwrap();
+        }
+        view
     }
 
     #[test]
