@@ -157,6 +157,13 @@ const fn deletion(
 
 const CREATE: &[Operation] = &[Operation::Create];
 const CREATE_UPDATE: &[Operation] = &[Operation::Create, Operation::Update];
+/// SidecarSet CREATE and UPDATE in both served versions: defaulting and validation register the same rules.
+const SIDECARSET_RULES: &[Rule] = &[Rule {
+    groups: &["apps.kruise.io"],
+    versions: &["v1alpha1", "v1beta1"],
+    resources: &["sidecarsets"],
+    operations: CREATE_UPDATE,
+}];
 
 const fn rule(
     groups: &'static [&'static str],
@@ -197,12 +204,7 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         alt_paths: &["/mutate-apps-kruise-io-v1alpha1-sidecarset"],
         mutating: true,
         handler: Handler::SidecarSetDefault,
-        rules: &[Rule {
-            groups: &["apps.kruise.io"],
-            versions: &["v1alpha1", "v1beta1"],
-            resources: &["sidecarsets"],
-            operations: CREATE_UPDATE,
-        }],
+        rules: SIDECARSET_RULES,
         failure_policy: FailurePolicy::Fail,
         delete_protection_scoped: false,
         gate: None,
@@ -215,12 +217,7 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         alt_paths: &["/validate-apps-kruise-io-v1alpha1-sidecarset"],
         mutating: false,
         handler: Handler::SidecarSetValidate,
-        rules: &[Rule {
-            groups: &["apps.kruise.io"],
-            versions: &["v1alpha1", "v1beta1"],
-            resources: &["sidecarsets"],
-            operations: CREATE_UPDATE,
-        }],
+        rules: SIDECARSET_RULES,
         failure_policy: FailurePolicy::Fail,
         delete_protection_scoped: false,
         gate: None,
