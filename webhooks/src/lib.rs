@@ -20,6 +20,7 @@ pub mod gojson;
 pub mod patch;
 pub mod pod;
 pub mod quantity;
+pub mod rawpod;
 pub mod registry;
 pub mod selector;
 pub mod sidecarset;

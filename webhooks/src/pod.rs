@@ -1,7 +1,8 @@
 //! The pod mutating chain of `/mutate-pod` in OpenKruise's fixed order (spec/pod-mutating-misc.md §3).
 //!
-//! Entry point: [`mutate`]. The raw pod is edited in place by each step; the answer is one RFC 6902 patch
-//! from the pod as received (namespace filled in first, so it never appears in the patch) to the result.
+//! Entry point: [`mutate`]. The pod of the request ([`RawPod`]: container lists kept raw until read) is
+//! edited in place by each step; the answer is one RFC 6902 patch from the pod as received (namespace filled
+//! in first, so it never appears in the patch) to the result.
 //! Steps owned by later issues (WorkloadSpread, container launch priority, PUB related-pub, PersistentPodState,
 //! enhanced liveness, PodProbeMarker) are explicit no-ops here until they land.
 
@@ -11,10 +12,11 @@ use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::FeatureGates;
+use crate::rawpod::RawPod;
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
-use crate::{ClusterView, Verdict, WebhookError, patch};
+use crate::{ClusterView, Verdict, WebhookError};
 
 /// The readiness gate condition Kruise workloads use.
 pub const KRUISE_POD_READY: &str = "KruisePodReady";
@@ -33,7 +35,8 @@ pub struct PodContext<'a> {
     pub kruise_namespace: &'a str,
 }
 
-/// Checks the shape the chain edits, as decoding into a Pod would (a failure is a 400).
+/// Checks the shape the chain edits, as decoding into a Pod would (a failure is a 400). The container lists
+/// were checked by [`RawPod::parse`].
 fn check_shape(pod: &Value) -> Result<(), String> {
     let obj = pod
         .as_object()
@@ -42,13 +45,7 @@ fn check_shape(pod: &Value) -> Result<(), String> {
         ("metadata", &[][..]),
         (
             "spec",
-            &[
-                "containers",
-                "initContainers",
-                "volumes",
-                "readinessGates",
-                "imagePullSecrets",
-            ][..],
+            &["volumes", "readinessGates", "imagePullSecrets"][..],
         ),
     ] {
         let Some(v) = obj.get(section) else { continue };
@@ -140,12 +137,13 @@ fn is_active(pod: &Value) -> bool {
 
 /// Step 3: SidecarSet injection (spec/sidecarset.md §4.2-4.8).
 fn sidecarset_step(
-    pod: &mut Value,
+    doc: &mut RawPod<'_>,
     req: &AdmissionRequest,
     view: &(impl ClusterView + SidecarSetView),
     ctx: &PodContext<'_>,
 ) -> Result<(), WebhookError> {
     // §4.10: UPDATE ends with no change in OpenKruise's default control.
+    let pod = &doc.pod;
     if req.operation != Operation::Create || !is_active(pod) {
         return Ok(());
     }
@@ -180,7 +178,7 @@ fn sidecarset_step(
         now: ctx.now,
         sort_containers_by_name: ctx.gates.enabled("EnableSortSidecarContainerByName"),
     };
-    inject::inject(pod, &chosen, options, &crate::sidecarset::resources::apply)
+    inject::inject(doc, &chosen, options, &crate::sidecarset::resources::apply)
         .map_err(|e| failed(e.to_string()))?;
     Ok(())
 }
@@ -204,16 +202,18 @@ pub fn mutate(
     let Some(raw) = req.object() else {
         return Err(WebhookError::Decode("there is no content to decode".into()));
     };
-    let mut original: Value = serde_json::from_str(raw.get()).map_err(WebhookError::decode)?;
-    check_shape(&original).map_err(WebhookError::Decode)?;
+    let mut doc = RawPod::parse(raw.get()).map_err(WebhookError::Decode)?;
+    check_shape(&doc.pod).map_err(WebhookError::Decode)?;
     // The namespace is filled in before the snapshot, so it never appears in the patch (§3 step 2).
-    if original
+    if doc
+        .pod
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
         && let Some(ns) = req.namespace.as_deref().filter(|n| !n.is_empty())
     {
-        let meta = original
+        let meta = doc
+            .pod
             .as_object_mut()
             .expect("checked")
             .entry("metadata")
@@ -223,14 +223,14 @@ pub fn mutate(
         }
         meta["namespace"] = Value::String(ns.to_owned());
     }
-    let mut pod = original.clone();
-    readiness_gate(&mut pod, req, ctx.gates); // 1
+    let original = doc.pod.clone();
+    readiness_gate(&mut doc.pod, req, ctx.gates); // 1
     // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
-    sidecarset_step(&mut pod, req, view, ctx)?; // 3
+    sidecarset_step(&mut doc, req, view, ctx)?; // 3
     // 4: container launch priority, 5: PUB related-pub, 6: PersistentPodState, 7: enhanced liveness probe,
     // 8: PodProbeMarker on serverless — owned by later issues; no-ops here.
     let mut verdict = Verdict::allow();
-    verdict.patch = patch::diff(&original, &pod);
+    verdict.patch = doc.into_patch(&original);
     Ok(verdict)
 }
 

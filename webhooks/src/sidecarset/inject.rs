@@ -1,8 +1,9 @@
 //! SidecarSet injection into a pod on CREATE (spec/sidecarset.md §4.5-4.8, §6.1; DECISIONS 12 and 13).
 //!
-//! Entry point: [`inject`]. It edits the raw pod JSON in place (fields our types do not know survive), given
-//! the SidecarSets already chosen (§4.3, §4.4) in their order, the time of the request and the gates. The
-//! caller diffs the raw request object against the result.
+//! Entry point: [`inject`]. It edits the pod of the request in place ([`RawPod`]: fields our types do not
+//! know survive, and the pod's own containers are parsed only when a sidecar reads them), given the
+//! SidecarSets already chosen (§4.3, §4.4) in their order, the time of the request and the gates. The caller
+//! turns the result into the patch.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
 use crate::gojson;
+use crate::rawpod::{ContainerList, Item, RawPod};
 
 /// `kruise.io/sidecarset-injected-list`.
 pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
@@ -59,14 +61,32 @@ pub struct InjectOptions<'a> {
     pub sort_containers_by_name: bool,
 }
 
+/// The pod's own containers as the request carried them.
+#[derive(Debug, Clone, Copy)]
+pub struct PodContainers<'p> {
+    /// `spec.initContainers`.
+    pub init_containers: &'p [Value],
+    /// `spec.containers`.
+    pub containers: &'p [Value],
+}
+
 /// Applies `resourcesPolicy` (§5) to a sidecar container, given the names of every container of every matched
-/// SidecarSet and the pod. Supplied by the caller so this module stays independent of the calculator.
+/// SidecarSet and the pod's containers. Supplied by the caller so this module stays independent of the
+/// calculator.
 pub type ResourcesPolicyFn<'a> = &'a dyn Fn(
     &SidecarContainer,
     &mut Map<String, Value>,
     &BTreeSet<String>,
-    &Value,
+    PodContainers<'_>,
 ) -> Result<(), String>;
+
+/// What building a sidecar reads of the pod: its metadata, and its container lists as received.
+#[derive(Clone, Copy)]
+struct Source<'p, 'a> {
+    pod: &'p Value,
+    init_containers: &'p ContainerList<'a>,
+    containers: &'p ContainerList<'a>,
+}
 
 /// One entry of the pod's hash annotations (`UpgradeSpec`), fields in Go's order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -255,10 +275,10 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
 }
 
 /// The mounts of the app containers to share, and the envs their subPathExprs reference (§4.6 step 5.3).
-fn shared_mounts(pod: &Value) -> (Vec<Value>, Vec<Value>) {
+fn shared_mounts(containers: &[Value]) -> (Vec<Value>, Vec<Value>) {
     let mut mounts = Vec::new();
     let mut envs: Vec<Value> = Vec::new();
-    for c in list(&pod["spec"], "containers").filter(|c| !is_injected_sidecar(c)) {
+    for c in containers.iter().filter(|c| !is_injected_sidecar(c)) {
         for m in list(c, "volumeMounts") {
             mounts.push(m.clone());
             let expr = m.get("subPathExpr").and_then(Value::as_str).unwrap_or("");
@@ -273,7 +293,7 @@ fn shared_mounts(pod: &Value) -> (Vec<Value>, Vec<Value>) {
 }
 
 /// The env vars to transfer into a sidecar (§4.6 step 5.4).
-fn transfer_envs(sidecar: &SidecarContainer, pod: &Value) -> Vec<Value> {
+fn transfer_envs(sidecar: &SidecarContainer, pod: &Value, containers: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for t in &sidecar.view.transfer_env {
         let mut names: BTreeSet<&str> = t.env_names.iter().map(String::as_str).collect();
@@ -293,7 +313,8 @@ fn transfer_envs(sidecar: &SidecarContainer, pod: &Value) -> Vec<Value> {
             },
         };
         for name in names {
-            let found = list(&pod["spec"], "containers")
+            let found = containers
+                .iter()
                 .filter(|c| c.get("name").and_then(Value::as_str) == Some(source.as_str()))
                 .flat_map(|c| list(c, "env"))
                 .find(|e| env_name(e) == name);
@@ -349,22 +370,31 @@ struct Built {
 /// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; returns the container JSON.
 fn build_container(
     sidecar: &SidecarContainer,
-    pod: &Value,
+    source: Source<'_, '_>,
     volumes_by_name: &BTreeMap<&str, &Value>,
     injected_volumes: &mut Vec<Value>,
     (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &BTreeSet<String>),
 ) -> Result<Map<String, Value>, InjectError> {
     let mut c = sidecar.as_pod_container();
     if sidecar.view.resources_policy.is_some() {
-        resources_policy(sidecar, &mut c, all_sidecar_names, pod)
+        let containers = PodContainers {
+            init_containers: source.init_containers.values(),
+            containers: source.containers.values(),
+        };
+        resources_policy(sidecar, &mut c, all_sidecar_names, containers)
             .map_err(InjectError::ResourcesPolicy)?;
     }
     let (shared, subpath_envs) = if sidecar.view.share_volume_policy.enabled() {
-        shared_mounts(pod)
+        shared_mounts(source.containers.values())
     } else {
         (Vec::new(), Vec::new())
     };
-    let transfer = dedup_by_name(transfer_envs(sidecar, pod), subpath_envs);
+    let transfer = if sidecar.view.transfer_env.is_empty() {
+        Vec::new()
+    } else {
+        transfer_envs(sidecar, source.pod, source.containers.values())
+    };
+    let transfer = dedup_by_name(transfer, subpath_envs);
 
     let own_mounts: Vec<Value> = c
         .get("volumeMounts")
@@ -429,7 +459,10 @@ fn build_container(
             .map(|d| str_field(d, "devicePath").to_owned())
             .collect();
         used.extend(mounts.iter().map(|m| str_field(m, "mountPath").to_owned()));
-        for d in list(&pod["spec"], "containers")
+        for d in source
+            .containers
+            .values()
+            .iter()
             .filter(|c| !is_injected_sidecar(c))
             .flat_map(|c| list(c, "volumeDevices"))
         {
@@ -498,15 +531,16 @@ fn is_hot(sidecar: &SidecarContainer) -> bool {
 /// # Errors
 /// [`InjectError`] for a corrupt hash annotation, a merge patch on non-JSON, or a resources policy failure.
 pub fn inject(
-    pod: &mut Value,
+    doc: &mut RawPod<'_>,
     matched: &[Arc<SidecarSet>],
     options: InjectOptions<'_>,
     resources_policy: ResourcesPolicyFn<'_>,
 ) -> Result<bool, InjectError> {
-    if matched.is_empty() || !pod.is_object() {
+    if matched.is_empty() || !doc.pod.is_object() {
         return Ok(false);
     }
-    let metadata_changed = patch_pod_metadata(pod, matched)?;
+    let metadata_changed = patch_pod_metadata(&mut doc.pod, matched)?;
+    let pod = &doc.pod;
     let mut hashes = read_upgrade_specs(pod, HASH_ANNOTATION)?;
     let mut hashes_without_image = read_upgrade_specs(pod, HASH_WITHOUT_IMAGE_ANNOTATION)?;
     let mut work_map: BTreeMap<String, String> = annotation(pod, WORKING_HOT_UPGRADE_ANNOTATION)
@@ -522,6 +556,11 @@ pub fn inject(
         .map(|c| c.view.name.clone())
         .collect();
 
+    let source = Source {
+        pod,
+        init_containers: &doc.init_containers,
+        containers: &doc.containers,
+    };
     let mut built = Built::default();
     for set in matched {
         names.insert(set.name().to_owned());
@@ -539,7 +578,7 @@ pub fn inject(
             }
             let c = build_container(
                 ic,
-                pod,
+                source,
                 &volumes_by_name,
                 &mut built.volumes,
                 (resources_policy, &all_sidecar_names),
@@ -561,7 +600,7 @@ pub fn inject(
             sidecar_list.push(sc.view.name.clone());
             let c = build_container(
                 sc,
-                pod,
+                source,
                 &volumes_by_name,
                 &mut built.volumes,
                 (resources_policy, &all_sidecar_names),
@@ -605,7 +644,7 @@ pub fn inject(
     }
     work_map.extend(std::mem::take(&mut built.work_map));
     apply(
-        pod,
+        doc,
         built,
         options,
         hashes,
@@ -618,25 +657,30 @@ pub fn inject(
 
 /// §4.7 merge rule: same-name pod containers are replaced in place; others go before (BeforeAppContainer)
 /// or after (anything else) the pod's own.
-fn merge_containers(existing: Vec<Value>, injected: Vec<(Value, String)>) -> Vec<Value> {
-    let mut existing = existing;
+fn merge_containers(existing: &ContainerList<'_>, injected: Vec<(Value, String)>) -> Vec<Item> {
+    let mut slots: Vec<Item> = (0..existing.len()).map(Item::Original).collect();
     let mut before = Vec::new();
     let mut after = Vec::new();
     for (c, policy) in injected {
-        let name = str_field(&c, "name").to_owned();
-        if let Some(slot) = existing.iter_mut().find(|e| str_field(e, "name") == name) {
-            *slot = c;
+        let name = str_field(&c, "name");
+        if let Some(slot) = (0..existing.len()).find(|&i| existing.name(i) == name) {
+            // The same container again (a pod injected before) stays as it came.
+            slots[slot] = if existing.values().get(slot) == Some(&c) {
+                Item::Original(slot)
+            } else {
+                Item::New(c)
+            };
         } else if policy == "BeforeAppContainer" {
-            before.push(c);
+            before.push(Item::New(c));
         } else {
-            after.push(c);
+            after.push(Item::New(c));
         }
     }
-    before.into_iter().chain(existing).chain(after).collect()
+    before.into_iter().chain(slots).chain(after).collect()
 }
 
 fn apply(
-    pod: &mut Value,
+    doc: &mut RawPod<'_>,
     built: Built,
     options: InjectOptions<'_>,
     hashes: BTreeMap<String, UpgradeSpec>,
@@ -652,11 +696,15 @@ fn apply(
         hot_annotations,
         ..
     } = built;
-    let spec = pod
+    let spec = doc
+        .pod
         .as_object_mut()
         .expect("a pod is an object")
         .entry("spec")
         .or_insert_with(|| json!({}));
+    if !spec.is_object() {
+        *spec = json!({});
+    }
     let take = |spec: &mut Value, key: &str| {
         spec.get_mut(key)
             .and_then(Value::as_array_mut)
@@ -666,15 +714,15 @@ fn apply(
 
     init_containers.sort_by(|a, b| str_field(&a.0, "name").cmp(str_field(&b.0, "name")));
     if !init_containers.is_empty() {
-        let merged = merge_containers(take(spec, "initContainers"), init_containers);
-        spec["initContainers"] = Value::Array(merged);
+        let merged = merge_containers(&doc.init_containers, init_containers);
+        doc.init_containers.set(merged);
     }
     if options.sort_containers_by_name {
         containers.sort_by(|a, b| str_field(&a.0, "name").cmp(str_field(&b.0, "name")));
     }
     if !containers.is_empty() {
-        let merged = merge_containers(take(spec, "containers"), containers);
-        spec["containers"] = Value::Array(merged);
+        let merged = merge_containers(&doc.containers, containers);
+        doc.containers.set(merged);
     }
     if !volumes.is_empty() {
         let mut all = take(spec, "volumes");
@@ -706,7 +754,7 @@ fn apply(
             .remove("imagePullSecrets");
     }
 
-    let annotations = annotations_mut(pod);
+    let annotations = annotations_mut(&mut doc.pod);
     annotations.insert(
         HASH_ANNOTATION.into(),
         Value::String(gojson::to_string(&hashes)),

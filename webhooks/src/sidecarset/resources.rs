@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use self::calculator::Value as CalcValue;
 use crate::api::sidecarset::SidecarContainer;
 use crate::quantity::{Format, Quantity};
+use crate::sidecarset::inject::PodContainers;
 
 /// Compiles `targetContainersNameRegex` as Go's `regexp.Compile` does (RE2 syntax, unanchored matching).
 ///
@@ -49,7 +50,7 @@ pub fn validate_expression(expr: &str, variable: &str) -> Result<(), String> {
 
 /// Applies the sidecar's `resourcesPolicy` to `container` (the JSON being injected), replacing its
 /// `resources`. `all_sidecar_names` is every init container and container name of every matched SidecarSet;
-/// `pod` is the raw pod. A sidecar without a policy is left alone.
+/// `pod` holds the pod's containers as received. A sidecar without a policy is left alone.
 ///
 /// # Errors
 /// OpenKruise's messages: `failed to get target containers: invalid regex pattern "<re>": <err>`,
@@ -62,7 +63,7 @@ pub fn apply(
     sidecar: &SidecarContainer,
     container: &mut Map<String, Value>,
     all_sidecar_names: &BTreeSet<String>,
-    pod: &Value,
+    pod: PodContainers<'_>,
 ) -> Result<(), String> {
     let Some(policy) = sidecar
         .view
@@ -280,7 +281,7 @@ impl Target {
 /// `getTargetContainers`: native-sidecar init containers, then containers; sidecars of matched SidecarSets
 /// excluded; kept when the name matches the regex anywhere.
 fn target_containers(
-    pod: &Value,
+    pod: PodContainers<'_>,
     regex: &str,
     sidecars: &BTreeSet<String>,
 ) -> Result<Vec<Target>, String> {
@@ -290,18 +291,12 @@ fn target_containers(
             go_quote(regex)
         )
     })?;
-    let spec = pod.get("spec");
-    let list = |key: &str| {
-        spec.and_then(|s| s.get(key))
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-    };
     let mut targets = Vec::new();
-    let init = list("initContainers")
+    let init = pod
+        .init_containers
         .iter()
         .filter(|c| c.get("restartPolicy").and_then(Value::as_str) == Some("Always"));
-    for c in init.chain(list("containers")) {
+    for c in init.chain(pod.containers) {
         let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
         if !sidecars.contains(name) && pattern.is_match(name) {
             targets.push(Target::from_json(c, name)?);

@@ -17,7 +17,7 @@ fn no_resources(
     _: &SidecarContainer,
     _: &mut Map<String, Value>,
     _: &BTreeSet<String>,
-    _: &Value,
+    _: PodContainers<'_>,
 ) -> Result<(), String> {
     Err("resourcesPolicy must not be consulted here".into())
 }
@@ -65,7 +65,25 @@ fn sidecarset1() -> Arc<SidecarSet> {
 }
 
 fn run(pod: &mut Value, sets: &[Arc<SidecarSet>]) -> Result<bool, InjectError> {
-    inject(pod, sets, opts(), &no_resources)
+    run_with(pod, sets, opts())
+}
+
+/// Injects into the pod parsed from its text, then applies the resulting patch to `pod`, so every test also
+/// checks the patch against the pod as received.
+fn run_with(
+    pod: &mut Value,
+    sets: &[Arc<SidecarSet>],
+    options: InjectOptions<'_>,
+) -> Result<bool, InjectError> {
+    let text = pod.to_string();
+    let mut doc = RawPod::parse(&text).unwrap();
+    let original = doc.pod.clone();
+    let changed = inject(&mut doc, sets, options, &no_resources)?;
+    let expected = doc.to_value();
+    let ops = doc.into_patch(&original);
+    *pod = crate::patch::apply(pod, &ops).unwrap();
+    assert_eq!(*pod, expected, "the patch gives the pod the steps built");
+    Ok(changed)
 }
 
 fn names(pod: &Value, key: &str) -> Vec<String> {
@@ -348,29 +366,33 @@ fn merge_rule_replaces_in_place_and_places_by_policy() {
             (json!({"name": "sidecar-2"}), "AfterAppContainer".to_owned()),
         ]
     };
+    let merge = |existing: Value| {
+        let text = json!({"spec": {"containers": existing}}).to_string();
+        let mut doc = RawPod::parse(&text).unwrap();
+        let merged = merge_containers(&doc.containers, injected());
+        doc.containers.set(merged);
+        doc.to_value()["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
     let names = |v: Vec<Value>| {
         v.iter()
             .map(|c| c["name"].as_str().unwrap().to_owned())
             .collect::<Vec<_>>()
     };
-    let merged = merge_containers(
-        vec![
-            json!({"name": "sidecar-1", "image": "old"}),
-            json!({"name": "app-container"}),
-            json!({"name": "sidecar-2"}),
-        ],
-        injected(),
-    );
+    let merged = merge(json!([
+        {"name": "sidecar-1", "image": "old"},
+        {"name": "app-container"},
+        {"name": "sidecar-2"},
+    ]));
     assert_eq!(merged[1]["image"], "new", "replaced in place");
     assert_eq!(
         names(merged),
         ["new-sidecar-1", "sidecar-1", "app-container", "sidecar-2"]
     );
     assert_eq!(
-        names(merge_containers(
-            vec![json!({"name": "app-container"})],
-            injected()
-        )),
+        names(merge(json!([{"name": "app-container"}]))),
         ["new-sidecar-1", "app-container", "sidecar-1", "sidecar-2"]
     );
 }
@@ -406,14 +428,13 @@ fn sort_by_name_gate_orders_containers() {
     run(&mut p, std::slice::from_ref(&set)).unwrap();
     assert_eq!(names(&p, "containers"), ["zeta", "alpha", "nginx"]);
     let mut p = pod();
-    inject(
+    run_with(
         &mut p,
         &[set],
         InjectOptions {
             sort_containers_by_name: true,
             ..opts()
         },
-        &no_resources,
     )
     .unwrap();
     assert_eq!(names(&p, "containers"), ["alpha", "zeta", "nginx"]);

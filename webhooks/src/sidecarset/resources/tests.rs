@@ -286,6 +286,15 @@ fn names(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// The container lists of a pod.
+fn containers(pod: &Value) -> PodContainers<'_> {
+    let list = |key: &str| pod["spec"][key].as_array().map_or(&[][..], Vec::as_slice);
+    PodContainers {
+        init_containers: list("initContainers"),
+        containers: list("containers"),
+    }
+}
+
 /// Runs [`apply`] on the injected form of `sidecar` and returns its `resources`.
 fn run(policy: Value, pod: &Value, sidecar_names: &[&str]) -> Result<Value, String> {
     let sc = sidecar(policy);
@@ -294,7 +303,7 @@ fn run(policy: Value, pod: &Value, sidecar_names: &[&str]) -> Result<Value, Stri
         "resources".to_owned(),
         json!({"limits": {"cpu": "9"}, "claims": [{"name": "gpu"}]}),
     );
-    apply(&sc, &mut container, &names(sidecar_names), pod)?;
+    apply(&sc, &mut container, &names(sidecar_names), containers(pod))?;
     Ok(container.get("resources").cloned().unwrap_or(Value::Null))
 }
 
@@ -461,7 +470,12 @@ fn a_sidecar_without_policy_is_untouched() {
     let mut container = sc.as_pod_container();
     let before = container.clone();
     assert_eq!(
-        apply(&sc, &mut container, &names(&[]), &two_apps("a", "b")),
+        apply(
+            &sc,
+            &mut container,
+            &names(&[]),
+            containers(&two_apps("a", "b"))
+        ),
         Ok(())
     );
     assert_eq!(container, before);

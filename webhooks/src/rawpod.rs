@@ -1,0 +1,485 @@
+//! A pod as the request carries it, parsed for the mutating chain.
+//!
+//! Everything is a `serde_json::Value` except the elements of `spec.containers` and `spec.initContainers`,
+//! which stay raw JSON borrowed from the request until a step reads them ([`ContainerList::values`]). Those
+//! lists are most of a pod's bytes, and injection usually needs only their names, so a pod create neither
+//! builds, clones, diffs nor frees them. A step that changes a list says so with [`ContainerList::set`]: the
+//! new list as original elements (by index) and new ones. The patch ([`RawPod::into_patch`]) is a diff of
+//! the rest of the pod plus, per list, removals and insertions that leave untouched containers byte for
+//! byte as they came, unknown fields included.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::fmt;
+
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
+use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::patch;
+
+/// How a container list appeared in the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Presence {
+    /// No key (or no spec).
+    Absent,
+    /// `null`.
+    Null,
+    /// A list.
+    List,
+}
+
+/// One element of a list a step has rewritten.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// The element at this index of the list as received, unchanged.
+    Original(usize),
+    /// A container the step wrote.
+    New(Value),
+}
+
+/// `spec.containers` or `spec.initContainers` of the pod.
+#[derive(Debug)]
+pub struct ContainerList<'a> {
+    key: &'static str,
+    presence: Presence,
+    raw: Vec<&'a RawValue>,
+    names: Vec<Option<String>>,
+    parsed: OnceCell<Vec<Value>>,
+    result: Option<Vec<Item>>,
+}
+
+#[derive(Deserialize)]
+struct Named<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+}
+
+impl<'a> ContainerList<'a> {
+    fn new(key: &'static str, parts: ListParts<'a>) -> Result<Self, String> {
+        let (presence, raw) = match parts {
+            ListParts::Absent => (Presence::Absent, Vec::new()),
+            ListParts::Null => (Presence::Null, Vec::new()),
+            ListParts::List(raw) => (Presence::List, raw),
+        };
+        let mut names = Vec::with_capacity(raw.len());
+        for (i, r) in raw.iter().enumerate() {
+            if !r.get().trim_start().starts_with('{') {
+                return Err(format!("spec.{key}[{i}]: expected an object"));
+            }
+            let named: Named<'_> = serde_json::from_str(r.get())
+                .map_err(|_| format!("spec.{key}[{i}].name: expected a string"))?;
+            names.push(named.name.map(Cow::into_owned));
+        }
+        Ok(Self {
+            key,
+            presence,
+            raw,
+            names,
+            parsed: OnceCell::new(),
+            result: None,
+        })
+    }
+
+    /// Number of containers as received.
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether the list as received is empty (or absent).
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+
+    /// The name of the container at `index` as received (`""` when it has none).
+    pub fn name(&self, index: usize) -> &str {
+        self.names
+            .get(index)
+            .and_then(Option::as_deref)
+            .unwrap_or("")
+    }
+
+    /// The containers as received, parsed on the first call.
+    pub fn values(&self) -> &[Value] {
+        self.parsed.get_or_init(|| {
+            self.raw
+                .iter()
+                // The text was already read as JSON once, so this parse cannot fail.
+                .map(|r| serde_json::from_str(r.get()).unwrap_or(Value::Null))
+                .collect()
+        })
+    }
+
+    /// Replaces the list: `items` refer to containers as received by index, or are new.
+    pub fn set(&mut self, items: Vec<Item>) {
+        self.result = Some(items);
+    }
+
+    fn value_of(&self, item: Item) -> Value {
+        match item {
+            Item::Original(i) => self.values().get(i).cloned().unwrap_or(Value::Null),
+            Item::New(v) => v,
+        }
+    }
+
+    fn pointer(&self, index: Option<usize>) -> PointerBuf {
+        match index {
+            None => PointerBuf::from_tokens(["spec", self.key]),
+            Some(i) => PointerBuf::from_tokens(["spec", self.key, &i.to_string()]),
+        }
+    }
+
+    /// Operations turning the list as received into the result (none when it was not set or is the same).
+    fn into_ops(mut self, ops: &mut Vec<PatchOperation>) {
+        let Some(items) = self.result.take() else {
+            return;
+        };
+        let n = self.raw.len();
+        let mut kept = vec![false; n];
+        let mut last = None;
+        let mut in_order = self.presence == Presence::List;
+        for item in &items {
+            if let Item::Original(i) = *item {
+                in_order &= i < n && last.is_none_or(|l| l < i);
+                last = Some(i);
+                if i < n {
+                    kept[i] = true;
+                }
+            }
+        }
+        if !in_order {
+            let value = Value::Array(items.into_iter().map(|i| self.value_of(i)).collect());
+            let path = self.pointer(None);
+            ops.push(if self.presence == Presence::Absent {
+                PatchOperation::Add(AddOperation { path, value })
+            } else {
+                PatchOperation::Replace(ReplaceOperation { path, value })
+            });
+            return;
+        }
+        // Removed originals from the back, then new elements at their final index in ascending order: each
+        // add lands after every element before it is already in place.
+        for i in (0..n).rev().filter(|&i| !kept[i]) {
+            ops.push(PatchOperation::Remove(RemoveOperation {
+                path: self.pointer(Some(i)),
+            }));
+        }
+        for (p, item) in items.into_iter().enumerate() {
+            if let Item::New(value) = item {
+                ops.push(PatchOperation::Add(AddOperation {
+                    path: self.pointer(Some(p)),
+                    value,
+                }));
+            }
+        }
+    }
+
+    fn current(&self) -> Option<Value> {
+        match (&self.result, self.presence) {
+            (Some(items), _) => Some(Value::Array(
+                items.iter().map(|i| self.value_of(i.clone())).collect(),
+            )),
+            (None, Presence::Absent) => None,
+            (None, Presence::Null) => Some(Value::Null),
+            (None, Presence::List) => Some(Value::Array(self.values().to_vec())),
+        }
+    }
+}
+
+/// The pod of a request: [`RawPod::pod`] holds everything but the two container lists.
+#[derive(Debug)]
+pub struct RawPod<'a> {
+    /// The pod without `spec.containers` and `spec.initContainers`.
+    pub pod: Value,
+    /// `spec.initContainers`.
+    pub init_containers: ContainerList<'a>,
+    /// `spec.containers`.
+    pub containers: ContainerList<'a>,
+}
+
+enum ListParts<'a> {
+    Absent,
+    Null,
+    List(Vec<&'a RawValue>),
+}
+
+struct SpecParts<'a> {
+    fields: Option<Map<String, Value>>,
+    init_containers: ListParts<'a>,
+    containers: ListParts<'a>,
+}
+
+impl<'de> Deserialize<'de> for SpecParts<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct SpecVisitor;
+        impl<'de> Visitor<'de> for SpecVisitor {
+            type Value = SpecParts<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the pod spec object")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(SpecParts {
+                    fields: None,
+                    init_containers: ListParts::Absent,
+                    containers: ListParts::Absent,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut spec = SpecParts {
+                    fields: Some(Map::new()),
+                    init_containers: ListParts::Absent,
+                    containers: ListParts::Absent,
+                };
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let list = match &*key {
+                        "containers" => &mut spec.containers,
+                        "initContainers" => &mut spec.init_containers,
+                        _ => {
+                            let value: Value = map.next_value()?;
+                            if let Some(fields) = &mut spec.fields {
+                                fields.insert(key.into_owned(), value);
+                            }
+                            continue;
+                        }
+                    };
+                    *list = match map.next_value::<Option<Vec<&'de RawValue>>>()? {
+                        None => ListParts::Null,
+                        Some(raw) => ListParts::List(raw),
+                    };
+                }
+                Ok(spec)
+            }
+        }
+        d.deserialize_any(SpecVisitor)
+    }
+}
+
+struct PodParts<'a> {
+    top: Map<String, Value>,
+    spec: Option<SpecParts<'a>>,
+}
+
+impl<'de> Deserialize<'de> for PodParts<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct PodVisitor;
+        impl<'de> Visitor<'de> for PodVisitor {
+            type Value = PodParts<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a pod object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut parts = PodParts {
+                    top: Map::new(),
+                    spec: None,
+                };
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == "spec" {
+                        parts.spec = Some(map.next_value()?);
+                    } else {
+                        let value: Value = map.next_value()?;
+                        parts.top.insert(key.into_owned(), value);
+                    }
+                }
+                Ok(parts)
+            }
+        }
+        d.deserialize_map(PodVisitor)
+    }
+}
+
+impl<'a> RawPod<'a> {
+    /// Parses the raw pod JSON of a request.
+    ///
+    /// # Errors
+    /// A message when the text is not JSON, not an object, or a container list is not a list of objects
+    /// with string names.
+    pub fn parse(text: &'a str) -> Result<Self, String> {
+        let parts: PodParts<'a> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let PodParts { mut top, spec } = parts;
+        let (init, containers) = match spec {
+            None => (ListParts::Absent, ListParts::Absent),
+            Some(spec) => {
+                top.insert(
+                    "spec".into(),
+                    spec.fields.map_or(Value::Null, Value::Object),
+                );
+                (spec.init_containers, spec.containers)
+            }
+        };
+        Ok(Self {
+            pod: Value::Object(top),
+            init_containers: ContainerList::new("initContainers", init)?,
+            containers: ContainerList::new("containers", containers)?,
+        })
+    }
+
+    /// The whole pod as it stands, container lists included.
+    pub fn to_value(&self) -> Value {
+        let mut pod = self.pod.clone();
+        let lists = [
+            ("initContainers", self.init_containers.current()),
+            ("containers", self.containers.current()),
+        ];
+        for (key, list) in lists {
+            let Some(list) = list else { continue };
+            if let Some(spec) = pod
+                .as_object_mut()
+                .map(|p| p.entry("spec").or_insert_with(|| Value::Object(Map::new())))
+            {
+                if spec.is_null() {
+                    *spec = Value::Object(Map::new());
+                }
+                if let Some(spec) = spec.as_object_mut() {
+                    spec.insert(key.into(), list);
+                }
+            }
+        }
+        pod
+    }
+
+    /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
+    pub fn into_patch(self, original: &Value) -> Vec<PatchOperation> {
+        let mut ops = patch::diff(original, &self.pod);
+        self.init_containers.into_ops(&mut ops);
+        self.containers.into_ops(&mut ops);
+        ops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip(pod: &Value, edit: impl FnOnce(&mut RawPod<'_>)) -> (Value, Vec<PatchOperation>) {
+        let text = pod.to_string();
+        let mut doc = RawPod::parse(&text).unwrap();
+        let original = doc.pod.clone();
+        edit(&mut doc);
+        let expected = doc.to_value();
+        let ops = doc.into_patch(&original);
+        assert_eq!(patch::apply(pod, &ops).unwrap(), expected, "{ops:?}");
+        (expected, ops)
+    }
+
+    #[test]
+    fn untouched_lists_stay_raw_and_give_no_operations() {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "x-unknown": {"k": 1}}], "nodeName": "n"}});
+        let text = pod.to_string();
+        let doc = RawPod::parse(&text).unwrap();
+        assert_eq!(
+            doc.pod,
+            json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n"}})
+        );
+        assert_eq!(doc.containers.len(), 1);
+        assert_eq!(doc.containers.name(0), "a");
+        assert_eq!(doc.to_value(), pod);
+        let (_, ops) = round_trip(&pod, |_| {});
+        assert!(ops.is_empty());
+    }
+
+    #[test]
+    fn insertions_and_replacements_keep_originals_untouched() {
+        let pod = json!({"spec": {"containers": [{"name": "a", "unknown": 1}, {"name": "b"}, {"name": "c"}]}});
+        let (result, ops) = round_trip(&pod, |doc| {
+            doc.containers.set(vec![
+                Item::New(json!({"name": "s0"})),
+                Item::Original(0),
+                Item::New(json!({"name": "b", "image": "new"})),
+                Item::Original(2),
+                Item::New(json!({"name": "s1"})),
+            ]);
+        });
+        assert_eq!(
+            result["spec"]["containers"],
+            json!([{"name": "s0"}, {"name": "a", "unknown": 1}, {"name": "b", "image": "new"}, {"name": "c"}, {"name": "s1"}])
+        );
+        let paths: Vec<String> = ops
+            .iter()
+            .map(|op| {
+                serde_json::to_value(op).unwrap()["op"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+                    + " "
+                    + &op.path().to_string()
+            })
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "remove /spec/containers/1",
+                "add /spec/containers/0",
+                "add /spec/containers/2",
+                "add /spec/containers/4"
+            ]
+        );
+    }
+
+    #[test]
+    fn absent_null_and_reordered_lists_are_written_whole() {
+        for pod in [
+            json!({"metadata": {}}),
+            json!({"spec": null}),
+            json!({"spec": {"initContainers": null}}),
+            json!({"spec": {"initContainers": []}}),
+        ] {
+            let (result, _) = round_trip(&pod, |doc| {
+                if doc.pod.get("spec").is_none_or(Value::is_null) {
+                    doc.pod["spec"] = json!({});
+                }
+                doc.init_containers
+                    .set(vec![Item::New(json!({"name": "i"}))]);
+            });
+            assert_eq!(
+                result["spec"]["initContainers"],
+                json!([{"name": "i"}]),
+                "{pod}"
+            );
+        }
+        let pod = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
+        let (result, ops) = round_trip(&pod, |doc| {
+            doc.containers
+                .set(vec![Item::Original(1), Item::Original(0)]);
+        });
+        assert_eq!(
+            result["spec"]["containers"],
+            json!([{"name": "b"}, {"name": "a"}])
+        );
+        assert_eq!(ops.len(), 1);
+    }
+
+    #[test]
+    fn lists_are_parsed_only_when_read() {
+        let pod =
+            json!({"spec": {"containers": [{"name": "a", "env": [{"name": "E", "value": "1"}]}]}});
+        let text = pod.to_string();
+        let doc = RawPod::parse(&text).unwrap();
+        assert!(doc.containers.parsed.get().is_none());
+        assert_eq!(doc.containers.values()[0]["env"][0]["value"], "1");
+    }
+
+    #[test]
+    fn malformed_pods_are_refused_with_the_place() {
+        for (text, wanted) in [
+            ("[]", "expected a pod object"),
+            (r#"{"spec": 1}"#, "expected the pod spec object"),
+            (r#"{"spec": {"containers": {}}}"#, "invalid type: map"),
+            (
+                r#"{"spec": {"containers": [1]}}"#,
+                "spec.containers[0]: expected an object",
+            ),
+            (
+                r#"{"spec": {"initContainers": [{"name": 3}]}}"#,
+                "spec.initContainers[0].name: expected a string",
+            ),
+            (r#"{"spec": {"containers": [{"name": "a"}]"#, "EOF"),
+        ] {
+            let err = RawPod::parse(text).unwrap_err();
+            assert!(err.contains(wanted), "{text}: {err}");
+        }
+    }
+}
