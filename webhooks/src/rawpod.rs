@@ -405,7 +405,7 @@ mod tests {
                     .unwrap()
                     .to_owned()
                     + " "
-                    + &op.path().to_string()
+                    + op.path().as_str()
             })
             .collect();
         assert_eq!(
