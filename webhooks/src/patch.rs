@@ -1,12 +1,134 @@
 //! RFC 6902 helpers: diffs between raw JSON documents and the base64 wire form. Output is deterministic.
 
 use base64::Engine;
-use json_patch::PatchOperation;
-use serde_json::Value;
+use json_patch::jsonptr::{PointerBuf, Token};
+use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
+use serde_json::{Map, Value};
 
-/// The operations that turn `from` into `to` (deterministic for the same inputs).
+/// One step of the path being compared.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+struct Differ<'a> {
+    path: Vec<Step<'a>>,
+    ops: Vec<PatchOperation>,
+}
+
+impl<'a> Differ<'a> {
+    fn pointer(&self, last: Option<Step<'a>>) -> PointerBuf {
+        PointerBuf::from_tokens(self.path.iter().chain(&last).map(|step| match *step {
+            Step::Key(k) => Token::new(k),
+            Step::Index(i) => Token::from(i),
+        }))
+    }
+
+    fn add(&mut self, at: Step<'a>, value: &Value) {
+        let path = self.pointer(Some(at));
+        self.ops.push(PatchOperation::Add(AddOperation {
+            path,
+            value: value.clone(),
+        }));
+    }
+
+    fn remove(&mut self, at: Step<'a>) {
+        let path = self.pointer(Some(at));
+        self.ops
+            .push(PatchOperation::Remove(RemoveOperation { path }));
+    }
+
+    fn replace(&mut self, value: &Value) {
+        let path = self.pointer(None);
+        self.ops.push(PatchOperation::Replace(ReplaceOperation {
+            path,
+            value: value.clone(),
+        }));
+    }
+
+    /// Compares a child; equal children (the common case) cost one comparison and no path work.
+    fn child(&mut self, at: Step<'a>, from: &'a Value, to: &'a Value) {
+        if from != to {
+            self.path.push(at);
+            self.value(from, to);
+            self.path.pop();
+        }
+    }
+
+    fn value(&mut self, from: &'a Value, to: &'a Value) {
+        match (from, to) {
+            (Value::Object(a), Value::Object(b)) => self.object(a, b),
+            (Value::Array(a), Value::Array(b)) => self.array(a, b),
+            _ if from == to => {}
+            _ => self.replace(to),
+        }
+    }
+
+    fn object(&mut self, from: &'a Map<String, Value>, to: &'a Map<String, Value>) {
+        for (key, a) in from {
+            match to.get(key) {
+                None => self.remove(Step::Key(key)),
+                Some(b) => self.child(Step::Key(key), a, b),
+            }
+        }
+        for (key, b) in to {
+            if !from.contains_key(key) {
+                self.add(Step::Key(key), b);
+            }
+        }
+    }
+
+    /// Same length: element by element. Elements only inserted (or only removed) with the rest in order: adds
+    /// (removes) at their indexes, so untouched elements are not rewritten. Anything else: the whole list.
+    fn array(&mut self, from: &'a [Value], to: &'a [Value]) {
+        if from.len() == to.len() {
+            for (i, (a, b)) in from.iter().zip(to).enumerate() {
+                self.child(Step::Index(i), a, b);
+            }
+            return;
+        }
+        let (short, long) = if from.len() < to.len() {
+            (from, to)
+        } else {
+            (to, from)
+        };
+        let mut extra = Vec::with_capacity(long.len() - short.len());
+        let mut matched = 0;
+        for (j, v) in long.iter().enumerate() {
+            if short.get(matched) == Some(v) {
+                matched += 1;
+            } else {
+                extra.push(j);
+            }
+        }
+        if matched < short.len() {
+            self.replace(&Value::Array(to.to_vec()));
+        } else if from.len() < to.len() {
+            // Ascending: each add lands after every element before it is in place.
+            for j in extra {
+                self.add(Step::Index(j), &to[j]);
+            }
+        } else {
+            for j in extra.into_iter().rev() {
+                self.remove(Step::Index(j));
+            }
+        }
+    }
+}
+
+/// The operations that turn `from` into `to`: deterministic for the same inputs, and minimal where it
+/// matters for admission (a changed field is replaced, not its parent; appended or inserted list elements
+/// are added without rewriting their neighbours).
 pub fn diff(from: &Value, to: &Value) -> Vec<PatchOperation> {
-    json_patch::diff(from, to).0
+    let mut differ = Differ {
+        path: Vec::new(),
+        ops: Vec::new(),
+    };
+    if from != to {
+        differ.value(from, to);
+    }
+    differ.ops
 }
 
 /// The patch as JSON bytes.
@@ -33,6 +155,71 @@ pub fn apply(doc: &Value, ops: &[PatchOperation]) -> Result<Value, json_patch::P
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn ops(from: &Value, to: &Value) -> Vec<String> {
+        diff(from, to)
+            .iter()
+            .map(|op| {
+                let v = serde_json::to_value(op).unwrap();
+                format!(
+                    "{} {}",
+                    v["op"].as_str().unwrap(),
+                    v["path"].as_str().unwrap()
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn operations_are_minimal_and_apply() {
+        let cases = [
+            (json!({"a": 1}), json!({"a": 1}), vec![]),
+            (
+                json!({"a": 1, "b": 2}),
+                json!({"a": 1, "b": 3, "c/~": 4}),
+                vec!["replace /b", "add /c~1~0"],
+            ),
+            (
+                json!({"a": {"x": 1}, "b": [1]}),
+                json!({"b": [1]}),
+                vec!["remove /a"],
+            ),
+            (
+                json!({"l": [1, 2, 3]}),
+                json!({"l": [0, 1, 2, 9, 3, 4]}),
+                vec!["add /l/0", "add /l/3", "add /l/5"],
+            ),
+            (
+                json!({"l": [0, 1, 2, 3]}),
+                json!({"l": [1, 3]}),
+                vec!["remove /l/2", "remove /l/0"],
+            ),
+            (
+                json!({"l": [1, 2]}),
+                json!({"l": [2, 1, 0]}),
+                vec!["replace /l"],
+            ),
+            (
+                json!({"l": [{"n": 1}, {"n": 2}]}),
+                json!({"l": [{"n": 1}, {"n": 5}]}),
+                vec!["replace /l/1/n"],
+            ),
+            (
+                json!({"a": null}),
+                json!({"a": {"b": 1}}),
+                vec!["replace /a"],
+            ),
+            (json!([1]), json!({"a": 1}), vec!["replace "]),
+        ];
+        for (from, to, wanted) in cases {
+            assert_eq!(ops(&from, &to), wanted, "{from} -> {to}");
+            assert_eq!(
+                apply(&from, &diff(&from, &to)).unwrap(),
+                to,
+                "{from} -> {to}"
+            );
+        }
+    }
 
     #[test]
     fn diff_then_apply_round_trips_and_keeps_unknown_fields() {

@@ -202,7 +202,7 @@ pub fn mutate(
     let Some(raw) = req.object() else {
         return Err(WebhookError::Decode("there is no content to decode".into()));
     };
-    let mut doc = RawPod::parse(raw.get()).map_err(WebhookError::Decode)?;
+    let mut doc = RawPod::parse(raw).map_err(WebhookError::Decode)?;
     check_shape(&doc.pod).map_err(WebhookError::Decode)?;
     // The namespace is filled in before the snapshot, so it never appears in the patch (§3 step 2).
     if doc

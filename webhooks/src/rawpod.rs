@@ -10,12 +10,10 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
-use std::fmt;
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde::Deserialize;
-use serde::de::{self, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -46,7 +44,7 @@ pub enum Item {
 pub struct ContainerList<'a> {
     key: &'static str,
     presence: Presence,
-    raw: Vec<&'a RawValue>,
+    raw: Vec<&'a str>,
     names: Vec<Option<String>>,
     parsed: OnceCell<Vec<Value>>,
     result: Option<Vec<Item>>,
@@ -58,6 +56,14 @@ struct Named<'a> {
     name: Option<Cow<'a, str>>,
 }
 
+/// The name of a container written the way the apiserver writes one (`{"name":"…",` first, no escapes in
+/// the name), without reading the rest; `None` sends the caller to a full read.
+fn leading_name(raw: &str) -> Option<&str> {
+    let rest = raw.strip_prefix("{\"name\":\"")?;
+    let end = rest.find(['"', '\\'])?;
+    (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
+}
+
 impl<'a> ContainerList<'a> {
     fn new(key: &'static str, parts: ListParts<'a>) -> Result<Self, String> {
         let (presence, raw) = match parts {
@@ -67,12 +73,17 @@ impl<'a> ContainerList<'a> {
         };
         let mut names = Vec::with_capacity(raw.len());
         for (i, r) in raw.iter().enumerate() {
-            if !r.get().trim_start().starts_with('{') {
+            if !r.starts_with('{') {
                 return Err(format!("spec.{key}[{i}]: expected an object"));
             }
-            let named: Named<'_> = serde_json::from_str(r.get())
-                .map_err(|_| format!("spec.{key}[{i}].name: expected a string"))?;
-            names.push(named.name.map(Cow::into_owned));
+            let name = match leading_name(r) {
+                Some(name) => Some(name.to_owned()),
+                None => serde_json::from_str::<Named<'_>>(r)
+                    .map_err(|_| format!("spec.{key}[{i}].name: expected a string"))?
+                    .name
+                    .map(Cow::into_owned),
+            };
+            names.push(name);
         }
         Ok(Self {
             key,
@@ -108,7 +119,7 @@ impl<'a> ContainerList<'a> {
             self.raw
                 .iter()
                 // The text was already read as JSON once, so this parse cannot fail.
-                .map(|r| serde_json::from_str(r.get()).unwrap_or(Value::Null))
+                .map(|r| serde_json::from_str(r).unwrap_or(Value::Null))
                 .collect()
         })
     }
@@ -203,117 +214,210 @@ pub struct RawPod<'a> {
 enum ListParts<'a> {
     Absent,
     Null,
-    List(Vec<&'a RawValue>),
+    List(Vec<&'a str>),
 }
 
-struct SpecParts<'a> {
-    fields: Option<Map<String, Value>>,
-    init_containers: ListParts<'a>,
-    containers: ListParts<'a>,
+/// Structural reading of text already known to be valid JSON (it came out of a [`RawValue`]): where values
+/// start and end, in one pass, without building them.
+struct Cursor<'a> {
+    text: &'a str,
+    i: usize,
 }
 
-impl<'de> Deserialize<'de> for SpecParts<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct SpecVisitor;
-        impl<'de> Visitor<'de> for SpecVisitor {
-            type Value = SpecParts<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("the pod spec object")
+impl<'a> Cursor<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        let b = self.bytes();
+        while self.i < b.len() && matches!(b[self.i], b' ' | b'\n' | b'\r' | b'\t') {
+            self.i += 1;
+        }
+        b.get(self.i).copied()
+    }
+
+    /// Moves past the string whose opening quote is at the cursor.
+    fn skip_string(&mut self) {
+        let b = self.bytes();
+        let mut j = self.i + 1;
+        while j < b.len() {
+            match b[j] {
+                b'"' => break,
+                b'\\' => j += 2,
+                _ => j += 1,
             }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(SpecParts {
-                    fields: None,
-                    init_containers: ListParts::Absent,
-                    containers: ListParts::Absent,
-                })
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut spec = SpecParts {
-                    fields: Some(Map::new()),
-                    init_containers: ListParts::Absent,
-                    containers: ListParts::Absent,
-                };
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    let list = match &*key {
-                        "containers" => &mut spec.containers,
-                        "initContainers" => &mut spec.init_containers,
-                        _ => {
-                            let value: Value = map.next_value()?;
-                            if let Some(fields) = &mut spec.fields {
-                                fields.insert(key.into_owned(), value);
-                            }
+        }
+        self.i = (j + 1).min(b.len());
+    }
+
+    /// Moves past one value and returns its text.
+    fn value(&mut self) -> &'a str {
+        let first = self.peek();
+        let start = self.i;
+        let b = self.bytes();
+        match first {
+            Some(b'"') => self.skip_string(),
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                while self.i < b.len() {
+                    match b[self.i] {
+                        b'"' => {
+                            self.skip_string();
                             continue;
                         }
-                    };
-                    *list = match map.next_value::<Option<Vec<&'de RawValue>>>()? {
-                        None => ListParts::Null,
-                        Some(raw) => ListParts::List(raw),
-                    };
-                }
-                Ok(spec)
-            }
-        }
-        d.deserialize_any(SpecVisitor)
-    }
-}
-
-struct PodParts<'a> {
-    top: Map<String, Value>,
-    spec: Option<SpecParts<'a>>,
-}
-
-impl<'de> Deserialize<'de> for PodParts<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct PodVisitor;
-        impl<'de> Visitor<'de> for PodVisitor {
-            type Value = PodParts<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a pod object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut parts = PodParts {
-                    top: Map::new(),
-                    spec: None,
-                };
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    if key == "spec" {
-                        parts.spec = Some(map.next_value()?);
-                    } else {
-                        let value: Value = map.next_value()?;
-                        parts.top.insert(key.into_owned(), value);
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.i += 1;
+                                break;
+                            }
+                        }
+                        _ => {}
                     }
+                    self.i += 1;
                 }
-                Ok(parts)
+            }
+            _ => {
+                while self.i < b.len()
+                    && !matches!(b[self.i], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+                {
+                    self.i += 1;
+                }
             }
         }
-        d.deserialize_map(PodVisitor)
+        &self.text[start..self.i]
     }
+
+    /// Consumes a `null` if that is what comes next.
+    fn null(&mut self) -> bool {
+        let is_null = self.peek() == Some(b'n');
+        if is_null {
+            self.value();
+        }
+        is_null
+    }
+
+    /// After a member or an element: past the `,`.
+    fn separator(&mut self) {
+        if self.peek() == Some(b',') {
+            self.i += 1;
+        }
+    }
+
+    /// Calls `each(self, key)`, which consumes the value, for every member of the object at the cursor;
+    /// `None` (nothing consumed) when it is not an object.
+    fn object(
+        &mut self,
+        mut each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>,
+    ) -> Option<Result<(), String>> {
+        if self.peek() != Some(b'{') {
+            return None;
+        }
+        self.i += 1;
+        while self.peek() == Some(b'"') {
+            let raw_key = self.value();
+            let key = match raw_key.get(1..raw_key.len() - 1) {
+                Some(k) if !k.contains('\\') => Cow::Borrowed(k),
+                _ => Cow::Owned(serde_json::from_str(raw_key).unwrap_or_default()),
+            };
+            self.peek();
+            self.i += 1; // the `:`
+            if let Err(e) = each(self, key) {
+                return Some(Err(e));
+            }
+            self.separator();
+        }
+        self.i += 1; // the `}`
+        Some(Ok(()))
+    }
+
+    /// The element texts of the array at the cursor; `None` (nothing consumed) when it is not an array.
+    fn array(&mut self) -> Option<Vec<&'a str>> {
+        if self.peek() != Some(b'[') {
+            return None;
+        }
+        self.i += 1;
+        let mut out = Vec::new();
+        while self.peek().is_some_and(|b| b != b']') {
+            out.push(self.value());
+            self.separator();
+        }
+        self.i += 1; // the `]`
+        Some(out)
+    }
+}
+
+fn value(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+fn list_parts<'a>(key: &str, c: &mut Cursor<'a>) -> Result<ListParts<'a>, String> {
+    if c.null() {
+        return Ok(ListParts::Null);
+    }
+    c.array()
+        .map(ListParts::List)
+        .ok_or_else(|| format!("spec.{key}: expected a list of objects"))
 }
 
 impl<'a> RawPod<'a> {
-    /// Parses the raw pod JSON of a request.
+    /// Reads the pod of a request (a [`RawValue`], so known to be valid JSON).
     ///
     /// # Errors
-    /// A message when the text is not JSON, not an object, or a container list is not a list of objects
-    /// with string names.
-    pub fn parse(text: &'a str) -> Result<Self, String> {
-        let parts: PodParts<'a> = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        let PodParts { mut top, spec } = parts;
-        let (init, containers) = match spec {
-            None => (ListParts::Absent, ListParts::Absent),
-            Some(spec) => {
-                top.insert(
-                    "spec".into(),
-                    spec.fields.map_or(Value::Null, Value::Object),
-                );
-                (spec.init_containers, spec.containers)
-            }
+    /// A message when it is not an object, its spec is neither an object nor null, or a container list is
+    /// not a list of objects with string names.
+    pub fn parse(raw: &'a RawValue) -> Result<Self, String> {
+        let mut top = Map::new();
+        let mut lists = (ListParts::Absent, ListParts::Absent);
+        let mut cursor = Cursor {
+            text: raw.get(),
+            i: 0,
         };
+        cursor
+            .object(|c, key| {
+                if key != "spec" {
+                    top.insert(key.into_owned(), value(c.value())?);
+                    return Ok(());
+                }
+                lists = (ListParts::Absent, ListParts::Absent);
+                if c.null() {
+                    top.insert("spec".into(), Value::Null);
+                    return Ok(());
+                }
+                let mut fields = Map::new();
+                c.object(|c, key| {
+                    match &*key {
+                        "initContainers" => lists.0 = list_parts(&key, c)?,
+                        "containers" => lists.1 = list_parts(&key, c)?,
+                        _ => {
+                            fields.insert(key.into_owned(), value(c.value())?);
+                        }
+                    }
+                    Ok(())
+                })
+                .ok_or("spec: expected an object")??;
+                top.insert("spec".into(), Value::Object(fields));
+                Ok(())
+            })
+            .ok_or(
+                "json: cannot unmarshal into Go value of type v1.Pod: expected a pod object",
+            )??;
         Ok(Self {
             pod: Value::Object(top),
-            init_containers: ContainerList::new("initContainers", init)?,
-            containers: ContainerList::new("containers", containers)?,
+            init_containers: ContainerList::new("initContainers", lists.0)?,
+            containers: ContainerList::new("containers", lists.1)?,
         })
+    }
+
+    /// [`RawPod::parse`] of text that may not be JSON.
+    ///
+    /// # Errors
+    /// The JSON error, or those of [`RawPod::parse`].
+    pub fn parse_str(text: &'a str) -> Result<Self, String> {
+        let raw: &'a RawValue = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        Self::parse(raw)
     }
 
     /// The whole pod as it stands, container lists included.
@@ -356,7 +460,7 @@ mod tests {
 
     fn round_trip(pod: &Value, edit: impl FnOnce(&mut RawPod<'_>)) -> (Value, Vec<PatchOperation>) {
         let text = pod.to_string();
-        let mut doc = RawPod::parse(&text).unwrap();
+        let mut doc = RawPod::parse_str(&text).unwrap();
         let original = doc.pod.clone();
         edit(&mut doc);
         let expected = doc.to_value();
@@ -369,7 +473,7 @@ mod tests {
     fn untouched_lists_stay_raw_and_give_no_operations() {
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "x-unknown": {"k": 1}}], "nodeName": "n"}});
         let text = pod.to_string();
-        let doc = RawPod::parse(&text).unwrap();
+        let doc = RawPod::parse_str(&text).unwrap();
         assert_eq!(
             doc.pod,
             json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n"}})
@@ -453,11 +557,30 @@ mod tests {
     }
 
     #[test]
+    fn names_are_read_in_any_layout() {
+        let text = r#"{"spec": {"containers": [{"name":"plain","image":"i"}, {"image": "i", "name": "later"},
+            {"name":"esc\"aped"}, {"name":"x\u0041"}, { "name" : "spaced" }, {"image": "nameless"}, {"name": null}]}}"#;
+        let doc = RawPod::parse_str(text).unwrap();
+        let names: Vec<&str> = (0..doc.containers.len())
+            .map(|i| doc.containers.name(i))
+            .collect();
+        assert_eq!(
+            names,
+            ["plain", "later", "esc\"aped", "xA", "spaced", "", ""]
+        );
+        assert_eq!(
+            leading_name(r#"{"name":"a\"b"}"#),
+            None,
+            "an escape goes to the full read"
+        );
+    }
+
+    #[test]
     fn lists_are_parsed_only_when_read() {
         let pod =
             json!({"spec": {"containers": [{"name": "a", "env": [{"name": "E", "value": "1"}]}]}});
         let text = pod.to_string();
-        let doc = RawPod::parse(&text).unwrap();
+        let doc = RawPod::parse_str(&text).unwrap();
         assert!(doc.containers.parsed.get().is_none());
         assert_eq!(doc.containers.values()[0]["env"][0]["value"], "1");
     }
@@ -466,8 +589,15 @@ mod tests {
     fn malformed_pods_are_refused_with_the_place() {
         for (text, wanted) in [
             ("[]", "expected a pod object"),
-            (r#"{"spec": 1}"#, "expected the pod spec object"),
-            (r#"{"spec": {"containers": {}}}"#, "invalid type: map"),
+            (r#"{"spec": 1}"#, "spec: expected an object"),
+            (
+                r#"{"spec": {"containers": {}}}"#,
+                "spec.containers: expected a list of objects",
+            ),
+            (
+                r#"{"spec": {"containers": [{"name": "a"}], "x": }}"#,
+                "expected value",
+            ),
             (
                 r#"{"spec": {"containers": [1]}}"#,
                 "spec.containers[0]: expected an object",
@@ -478,7 +608,7 @@ mod tests {
             ),
             (r#"{"spec": {"containers": [{"name": "a"}]"#, "EOF"),
         ] {
-            let err = RawPod::parse(text).unwrap_err();
+            let err = RawPod::parse_str(text).unwrap_err();
             assert!(err.contains(wanted), "{text}: {err}");
         }
     }

@@ -220,7 +220,9 @@ pub struct SidecarSetStatus {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SidecarContainer {
     /// The container exactly as stored.
-    pub raw: serde_json::Map<String, Value>,
+    raw: serde_json::Map<String, Value>,
+    /// `raw` without Kruise's own fields, computed once when the SidecarSet is read.
+    pod_container: serde_json::Map<String, Value>,
     /// The fields injection reads.
     pub view: SidecarContainerView,
 }
@@ -321,9 +323,20 @@ pub struct SourceContainerNameFrom {
 impl<'de> Deserialize<'de> for SidecarContainer {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = serde_json::Map::<String, Value>::deserialize(d)?;
-        let view = SidecarContainerView::deserialize(&Value::Object(raw.clone()))
-            .map_err(serde::de::Error::custom)?;
-        Ok(Self { raw, view })
+        let mut pod_container = raw.clone();
+        for field in KRUISE_CONTAINER_FIELDS {
+            pod_container.remove(*field);
+        }
+        let raw = Value::Object(raw);
+        let view = SidecarContainerView::deserialize(&raw).map_err(serde::de::Error::custom)?;
+        let Value::Object(raw) = raw else {
+            unreachable!("built as an object above")
+        };
+        Ok(Self {
+            raw,
+            pod_container,
+            view,
+        })
     }
 }
 
@@ -334,13 +347,14 @@ impl Serialize for SidecarContainer {
 }
 
 impl SidecarContainer {
+    /// The container exactly as stored (a Container plus Kruise's fields).
+    pub fn raw(&self) -> &serde_json::Map<String, Value> {
+        &self.raw
+    }
+
     /// The container as it is injected: the raw JSON without Kruise's own fields.
     pub fn as_pod_container(&self) -> serde_json::Map<String, Value> {
-        let mut c = self.raw.clone();
-        for field in KRUISE_CONTAINER_FIELDS {
-            c.remove(*field);
-        }
-        c
+        self.pod_container.clone()
     }
 
     /// A native sidecar (init container with `restartPolicy: Always`).

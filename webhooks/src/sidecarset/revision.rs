@@ -185,7 +185,7 @@ mod tests {
     }
 
     fn image(s: &SidecarSet) -> &str {
-        s.spec.containers[0].raw["image"].as_str().unwrap()
+        s.spec.containers[0].raw()["image"].as_str().unwrap()
     }
 
     fn view() -> FixtureCluster {

@@ -589,7 +589,10 @@ fn containers_value(list: &[SidecarContainer]) -> Value {
     if list.is_empty() {
         return Value::Null;
     }
-    let raw: Vec<Value> = list.iter().map(|c| Value::Object(c.raw.clone())).collect();
+    let raw: Vec<Value> = list
+        .iter()
+        .map(|c| Value::Object(c.raw().clone()))
+        .collect();
     serde_json::from_str(&encode_containers(&raw)).unwrap_or(Value::Null)
 }
 

@@ -76,7 +76,7 @@ fn run_with(
     options: InjectOptions<'_>,
 ) -> Result<bool, InjectError> {
     let text = pod.to_string();
-    let mut doc = RawPod::parse(&text).unwrap();
+    let mut doc = RawPod::parse_str(&text).unwrap();
     let original = doc.pod.clone();
     let changed = inject(&mut doc, sets, options, &no_resources)?;
     let expected = doc.to_value();
@@ -368,7 +368,7 @@ fn merge_rule_replaces_in_place_and_places_by_policy() {
     };
     let merge = |existing: Value| {
         let text = json!({"spec": {"containers": existing}}).to_string();
-        let mut doc = RawPod::parse(&text).unwrap();
+        let mut doc = RawPod::parse_str(&text).unwrap();
         let merged = merge_containers(&doc.containers, injected());
         doc.containers.set(merged);
         doc.to_value()["spec"]["containers"]
