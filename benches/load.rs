@@ -1,6 +1,7 @@
 //! Load bench: drives the real TLS admission server with N concurrent keep-alive connections and reports
 //! requests/s and p50/p99, beside the same load against a no-op rustls/axum handler in the same run (same
-//! TLS configuration, same certificate, constant answer): the gap is what our handler costs.
+//! TLS configuration, same certificate, and as its constant answer the very bytes our server answered the
+//! request with): the gap is what our handler costs.
 //!
 //! `cargo bench --bench load` (env: LOAD_CONNECTIONS=32, LOAD_SECONDS=5, LOAD_REQUEST=<AdmissionReview
 //! file>, LOAD_PATH=<webhook path>). The client runs in the same process on the same cores, so absolute
@@ -155,19 +156,28 @@ fn main() {
         let server = kruise_webhook::start(config).await.unwrap();
         let ca = std::fs::read_to_string(dir.path().join("ca.crt")).unwrap();
 
-        // The baseline: same rustls config and certificate, a handler that answers a constant allow.
+        // The baseline: same rustls config and certificate, a handler that answers a constant: the bytes our
+        // server answers this request with, so both runs move the same bytes and the gap is the handler.
+        let answer: &'static [u8] = Vec::leak(
+            client(&ca)
+                .post(format!("https://localhost:{}{path}", server.tls_addr().port()))
+                .header("content-type", "application/json")
+                .body(body.to_vec())
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap()
+                .to_vec(),
+        );
         let store = Arc::new(CertStore::default());
         store
             .install(&std::fs::read(dir.path().join("tls.crt")).unwrap(), &std::fs::read(dir.path().join("tls.key")).unwrap())
             .unwrap();
         let noop = Router::new().route(
             &path,
-            post(|| async {
-                (
-                    [("content-type", "application/json")],
-                    r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"x","allowed":true,"status":{"code":200}}}"#,
-                )
-            }),
+            post(move || async move { ([("content-type", "application/json")], answer) }),
         );
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -179,12 +189,13 @@ fn main() {
         tokio::spawn(noop_server.serve(noop.into_make_service()));
 
         println!(
-            "load: {} keep-alive HTTP/1.1 TLS connections, {:?} measured after {:?} warm-up, request {} ({} bytes) to {path}",
+            "load: {} keep-alive HTTP/1.1 TLS connections, {:?} measured after {:?} warm-up, request {} ({} bytes) to {path}, answer {} bytes",
             load.connections,
             load.duration,
             load.warmup,
             request_file.display(),
-            body.len()
+            body.len(),
+            answer.len()
         );
         let ours = drive(format!("https://localhost:{}{path}", server.tls_addr().port()), body.clone(), &ca, &load).await;
         report("kruise-webhook", &ours);

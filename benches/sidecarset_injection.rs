@@ -118,12 +118,36 @@ fn bench(c: &mut Criterion) {
     group.bench_function("plus_50000_in_other_namespaces", |b| {
         b.iter(|| mutate(black_box(&req), &large, &ctx).unwrap())
     });
+    // The load bench's request: examples/requests/create-web-pod.json against examples/cluster.yaml (3
+    // SidecarSets match; share-volume and transferEnv read the pod's containers).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut example = FixtureCluster::default();
+    example
+        .load_str(
+            &std::fs::read_to_string(root.join("examples/cluster.yaml")).unwrap(),
+            "cluster.yaml",
+        )
+        .unwrap();
+    let review: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("examples/requests/create-web-pod.json")).unwrap(),
+    )
+    .unwrap();
+    let example_req: AdmissionRequest = serde_json::from_value(review["request"].clone()).unwrap();
+    let patch = mutate(&example_req, &example, &ctx).unwrap().patch;
+    let patch = String::from_utf8(kruise_webhooks::patch::to_json(&patch)).unwrap();
+    for name in ["envoy", "log-agent", "config-reloader"] {
+        assert!(patch.contains(name), "{name} is injected: {patch}");
+    }
+    group.bench_function("example_web_pod_3_sets", |b| {
+        b.iter(|| mutate(black_box(&example_req), &example, &ctx).unwrap())
+    });
     group.finish();
-    for (name, view) in [
-        ("1000_sets_5_match", &small),
-        ("plus_50000_in_other_namespaces", &large),
+    for (name, view, req) in [
+        ("1000_sets_5_match", &small, &req),
+        ("plus_50000_in_other_namespaces", &large, &req),
+        ("example_web_pod_3_sets", &example, &example_req),
     ] {
-        let (p50, p99) = percentiles(view, &req, &ctx);
+        let (p50, p99) = percentiles(view, req, &ctx);
         println!(
             "sidecarset_injection/{name}: p50 {:.1} µs, p99 {:.1} µs per call",
             p50.as_secs_f64() * 1e6,

@@ -18,70 +18,67 @@ struct Differ<'a> {
 }
 
 impl<'a> Differ<'a> {
-    fn pointer(&self, last: Option<Step<'a>>) -> PointerBuf {
-        PointerBuf::from_tokens(self.path.iter().chain(&last).map(|step| match *step {
-            Step::Key(k) => Token::new(k),
+    fn pointer(&self, last: Option<Step<'_>>) -> PointerBuf {
+        let token = |step: &Step<'_>| match *step {
+            Step::Key(k) => Token::new(k).into_owned(),
             Step::Index(i) => Token::from(i),
-        }))
+        };
+        PointerBuf::from_tokens(self.path.iter().map(token).chain(last.as_ref().map(token)))
     }
 
-    fn add(&mut self, at: Step<'a>, value: &Value) {
+    fn add(&mut self, at: Step<'_>, value: Value) {
         let path = self.pointer(Some(at));
-        self.ops.push(PatchOperation::Add(AddOperation {
-            path,
-            value: value.clone(),
-        }));
+        self.ops
+            .push(PatchOperation::Add(AddOperation { path, value }));
     }
 
-    fn remove(&mut self, at: Step<'a>) {
+    fn remove(&mut self, at: Step<'_>) {
         let path = self.pointer(Some(at));
         self.ops
             .push(PatchOperation::Remove(RemoveOperation { path }));
     }
 
-    fn replace(&mut self, value: &Value) {
+    fn replace(&mut self, value: Value) {
         let path = self.pointer(None);
-        self.ops.push(PatchOperation::Replace(ReplaceOperation {
-            path,
-            value: value.clone(),
-        }));
+        self.ops
+            .push(PatchOperation::Replace(ReplaceOperation { path, value }));
     }
 
     /// Compares a child; equal children (the common case) cost one comparison and no path work.
-    fn child(&mut self, at: Step<'a>, from: &'a Value, to: &'a Value) {
-        if from != to {
+    fn child(&mut self, at: Step<'a>, from: &'a Value, to: Value) {
+        if *from != to {
             self.path.push(at);
             self.value(from, to);
             self.path.pop();
         }
     }
 
-    fn value(&mut self, from: &'a Value, to: &'a Value) {
+    fn value(&mut self, from: &'a Value, to: Value) {
         match (from, to) {
             (Value::Object(a), Value::Object(b)) => self.object(a, b),
             (Value::Array(a), Value::Array(b)) => self.array(a, b),
-            _ if from == to => {}
-            _ => self.replace(to),
+            (from, to) if *from == to => {}
+            (_, to) => self.replace(to),
         }
     }
 
-    fn object(&mut self, from: &'a Map<String, Value>, to: &'a Map<String, Value>) {
-        for (key, a) in from {
-            match to.get(key) {
-                None => self.remove(Step::Key(key)),
-                Some(b) => self.child(Step::Key(key), a, b),
+    fn object(&mut self, from: &'a Map<String, Value>, to: Map<String, Value>) {
+        for key in from.keys() {
+            if !to.contains_key(key) {
+                self.remove(Step::Key(key));
             }
         }
         for (key, b) in to {
-            if !from.contains_key(key) {
-                self.add(Step::Key(key), b);
+            match from.get_key_value(&key) {
+                Some((key, a)) => self.child(Step::Key(key), a, b),
+                None => self.add(Step::Key(&key), b),
             }
         }
     }
 
     /// Same length: element by element. Elements only inserted (or only removed) with the rest in order: adds
     /// (removes) at their indexes, so untouched elements are not rewritten. Anything else: the whole list.
-    fn array(&mut self, from: &'a [Value], to: &'a [Value]) {
+    fn array(&mut self, from: &'a [Value], to: Vec<Value>) {
         if from.len() == to.len() {
             for (i, (a, b)) in from.iter().zip(to).enumerate() {
                 self.child(Step::Index(i), a, b);
@@ -89,9 +86,9 @@ impl<'a> Differ<'a> {
             return;
         }
         let (short, long) = if from.len() < to.len() {
-            (from, to)
+            (from, &to[..])
         } else {
-            (to, from)
+            (&to[..], from)
         };
         let mut extra = Vec::with_capacity(long.len() - short.len());
         let mut matched = 0;
@@ -103,11 +100,14 @@ impl<'a> Differ<'a> {
             }
         }
         if matched < short.len() {
-            self.replace(&Value::Array(to.to_vec()));
+            self.replace(Value::Array(to));
         } else if from.len() < to.len() {
             // Ascending: each add lands after every element before it is in place.
-            for j in extra {
-                self.add(Step::Index(j), &to[j]);
+            let mut extra = extra.into_iter().peekable();
+            for (j, v) in to.into_iter().enumerate() {
+                if extra.next_if_eq(&j).is_some() {
+                    self.add(Step::Index(j), v);
+                }
             }
         } else {
             for j in extra.into_iter().rev() {
@@ -121,11 +121,16 @@ impl<'a> Differ<'a> {
 /// matters for admission (a changed field is replaced, not its parent; appended or inserted list elements
 /// are added without rewriting their neighbours).
 pub fn diff(from: &Value, to: &Value) -> Vec<PatchOperation> {
+    diff_owned(from, to.clone())
+}
+
+/// [`diff`] that moves what it adds out of `to` instead of copying it.
+pub fn diff_owned(from: &Value, to: Value) -> Vec<PatchOperation> {
     let mut differ = Differ {
         path: Vec::new(),
         ops: Vec::new(),
     };
-    if from != to {
+    if *from != to {
         differ.value(from, to);
     }
     differ.ops

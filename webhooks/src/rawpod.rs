@@ -446,7 +446,7 @@ impl<'a> RawPod<'a> {
 
     /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
     pub fn into_patch(self, original: &Value) -> Vec<PatchOperation> {
-        let mut ops = patch::diff(original, &self.pod);
+        let mut ops = patch::diff_owned(original, self.pod);
         self.init_containers.into_ops(&mut ops);
         self.containers.into_ops(&mut ops);
         ops
