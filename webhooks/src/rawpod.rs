@@ -1,8 +1,11 @@
 //! A pod as the request carries it, parsed for the mutating chain.
 //!
 //! Everything is a `serde_json::Value` except the elements of `spec.containers` and `spec.initContainers`,
-//! which stay raw JSON borrowed from the request until a step reads them ([`ContainerList::values`]). Those
-//! lists are most of a pod's bytes, and injection usually needs only their names, so a pod create neither
+//! which stay raw JSON borrowed from the request until a step reads them ([`ContainerList::values`]), and
+//! the spec fields no step of the chain reads or writes: only those of [`SPEC_FIELDS`] are in
+//! [`RawPod::pod`]; the others (tolerations, affinity, scalars, …) are kept as text, untouched, and come back
+//! in [`RawPod::to_value`]. A step that needs another spec field adds it to [`SPEC_FIELDS`]. Those parts are
+//! most of a pod's bytes, and injection usually needs only the container names, so a pod create neither
 //! builds, clones, diffs nor frees them. A step that changes a list says so with [`ContainerList::set`]: the
 //! new list as original elements (by index) and new ones. The patch ([`RawPod::into_patch`]) is a diff of
 //! the rest of the pod plus, per list, removals and insertions that leave untouched containers byte for
@@ -200,11 +203,18 @@ impl<'a> ContainerList<'a> {
     }
 }
 
-/// The pod of a request: [`RawPod::pod`] holds everything but the two container lists.
+/// The spec fields the chain's steps read or write (besides the container lists), so the ones
+/// [`RawPod::pod`] holds.
+pub const SPEC_FIELDS: &[&str] = &["volumes", "imagePullSecrets", "readinessGates"];
+
+/// The pod of a request: [`RawPod::pod`] holds everything but the two container lists and the spec fields
+/// outside [`SPEC_FIELDS`].
 #[derive(Debug)]
 pub struct RawPod<'a> {
-    /// The pod without `spec.containers` and `spec.initContainers`.
+    /// The pod without `spec.containers`, `spec.initContainers`, and spec fields outside [`SPEC_FIELDS`].
     pub pod: Value,
+    /// The spec fields outside [`SPEC_FIELDS`], as text.
+    spec_raw: Vec<(String, &'a str)>,
     /// `spec.initContainers`.
     pub init_containers: ContainerList<'a>,
     /// `spec.containers`.
@@ -371,6 +381,7 @@ impl<'a> RawPod<'a> {
     pub fn parse(raw: &'a RawValue) -> Result<Self, String> {
         let mut top = Map::new();
         let mut lists = (ListParts::Absent, ListParts::Absent);
+        let mut spec_raw = Vec::new();
         let mut cursor = Cursor {
             text: raw.get(),
             i: 0,
@@ -382,6 +393,7 @@ impl<'a> RawPod<'a> {
                     return Ok(());
                 }
                 lists = (ListParts::Absent, ListParts::Absent);
+                spec_raw.clear();
                 if c.null() {
                     top.insert("spec".into(), Value::Null);
                     return Ok(());
@@ -391,9 +403,10 @@ impl<'a> RawPod<'a> {
                     match &*key {
                         "initContainers" => lists.0 = list_parts(&key, c)?,
                         "containers" => lists.1 = list_parts(&key, c)?,
-                        _ => {
+                        k if SPEC_FIELDS.contains(&k) => {
                             fields.insert(key.into_owned(), value(c.value())?);
                         }
+                        _ => spec_raw.push((key.into_owned(), c.value())),
                     }
                     Ok(())
                 })
@@ -406,6 +419,7 @@ impl<'a> RawPod<'a> {
             )??;
         Ok(Self {
             pod: Value::Object(top),
+            spec_raw,
             init_containers: ContainerList::new("initContainers", lists.0)?,
             containers: ContainerList::new("containers", lists.1)?,
         })
@@ -427,7 +441,12 @@ impl<'a> RawPod<'a> {
             ("initContainers", self.init_containers.current()),
             ("containers", self.containers.current()),
         ];
-        for (key, list) in lists {
+        // Reversed: with a key written twice, the last one wins, as when reading JSON into a map.
+        let raw = self.spec_raw.iter().rev().map(|(k, text)| {
+            let value = serde_json::from_str(text).unwrap_or(Value::Null);
+            (k.as_str(), Some(value))
+        });
+        for (key, list) in raw.chain(lists) {
             let Some(list) = list else { continue };
             if let Some(spec) = pod
                 .as_object_mut()
@@ -437,7 +456,8 @@ impl<'a> RawPod<'a> {
                     *spec = Value::Object(Map::new());
                 }
                 if let Some(spec) = spec.as_object_mut() {
-                    spec.insert(key.into(), list);
+                    // A raw field a step wrote anyway: the step's value stands.
+                    spec.entry(key).or_insert(list);
                 }
             }
         }
@@ -446,7 +466,25 @@ impl<'a> RawPod<'a> {
 
     /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
     pub fn into_patch(self, original: &Value) -> Vec<PatchOperation> {
-        let mut ops = patch::diff_owned(original, self.pod);
+        // A step that wrote a spec field kept as text is diffed against that field as received.
+        let written = |pod: &Value| -> Vec<(String, Value)> {
+            let spec = pod.get("spec").and_then(Value::as_object);
+            self.spec_raw
+                .iter()
+                .filter(|(k, _)| spec.is_some_and(|s| s.contains_key(k)))
+                .map(|(k, text)| (k.clone(), serde_json::from_str(text).unwrap_or(Value::Null)))
+                .collect()
+        };
+        let collisions = written(&self.pod);
+        let mut ops = if collisions.is_empty() {
+            patch::diff_owned(original, self.pod)
+        } else {
+            let mut original = original.clone();
+            if let Some(spec) = original.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.extend(collisions);
+            }
+            patch::diff_owned(&original, self.pod)
+        };
         self.init_containers.into_ops(&mut ops);
         self.containers.into_ops(&mut ops);
         ops
@@ -474,10 +512,7 @@ mod tests {
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "x-unknown": {"k": 1}}], "nodeName": "n"}});
         let text = pod.to_string();
         let doc = RawPod::parse_str(&text).unwrap();
-        assert_eq!(
-            doc.pod,
-            json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n"}})
-        );
+        assert_eq!(doc.pod, json!({"metadata": {"name": "p"}, "spec": {}}));
         assert_eq!(doc.containers.len(), 1);
         assert_eq!(doc.containers.name(0), "a");
         assert_eq!(doc.to_value(), pod);
@@ -572,6 +607,24 @@ mod tests {
             leading_name(r#"{"name":"a\"b"}"#),
             None,
             "an escape goes to the full read"
+        );
+    }
+
+    #[test]
+    fn spec_fields_no_step_reads_stay_text_and_written_ones_diff_against_the_request() {
+        let pod = json!({"spec": {"tolerations": [{"key": "k"}], "volumes": [], "nodeName": "n"}});
+        let text = pod.to_string();
+        let doc = RawPod::parse_str(&text).unwrap();
+        assert_eq!(doc.pod, json!({"spec": {"volumes": []}}));
+        assert_eq!(doc.to_value(), pod);
+        let (result, ops) = round_trip(&pod, |doc| {
+            doc.pod["spec"]["nodeName"] = json!("m");
+        });
+        assert_eq!(result["spec"]["nodeName"], "m");
+        assert_eq!(result["spec"]["tolerations"], json!([{"key": "k"}]));
+        assert_eq!(
+            serde_json::to_value(&ops).unwrap(),
+            json!([{"op": "replace", "path": "/spec/nodeName", "value": "m"}])
         );
     }
 
