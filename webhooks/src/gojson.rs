@@ -8,10 +8,15 @@ use serde::Serialize;
 /// Escapes what Go escapes in JSON text; those characters only occur inside strings, so a plain
 /// replacement on serde_json's compact output is exact.
 pub fn escape_like_go(json: &str) -> String {
-    if needs_go_escape(json) {
-        escape_slow(json)
+    go_escaped(json.to_owned())
+}
+
+/// [`escape_like_go`] of text we own: returned as is in the usual case of nothing to escape.
+fn go_escaped(json: String) -> String {
+    if needs_go_escape(&json) {
+        escape_slow(&json)
     } else {
-        json.to_owned()
+        json
     }
 }
 
@@ -40,12 +45,7 @@ fn escape_slow(json: &str) -> String {
 
 /// Compact JSON of `value` as Go would marshal it (serde_json maps are sorted: no `preserve_order`).
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> String {
-    let json = serde_json::to_string(value).unwrap_or_default();
-    if needs_go_escape(&json) {
-        escape_slow(&json)
-    } else {
-        json
-    }
+    go_escaped(serde_json::to_string(value).unwrap_or_default())
 }
 
 /// Go's `strconv.Quote` (what `%q` prints for a string).

@@ -53,11 +53,11 @@ impl<'a> Differ<'a> {
         }
     }
 
+    /// `from` and `to` differ (callers compare first).
     fn value(&mut self, from: &'a Value, to: Value) {
         match (from, to) {
             (Value::Object(a), Value::Object(b)) => self.object(a, b),
             (Value::Array(a), Value::Array(b)) => self.array(a, b),
-            (from, to) if *from == to => {}
             (_, to) => self.replace(to),
         }
     }

@@ -67,13 +67,13 @@ fn leading_name(raw: &str) -> Option<&str> {
     (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
 }
 
+/// A list as read: how it appeared, and its elements' text.
+type ListParts<'a> = (Presence, Vec<&'a str>);
+
+const ABSENT: ListParts<'static> = (Presence::Absent, Vec::new());
+
 impl<'a> ContainerList<'a> {
-    fn new(key: &'static str, parts: ListParts<'a>) -> Result<Self, String> {
-        let (presence, raw) = match parts {
-            ListParts::Absent => (Presence::Absent, Vec::new()),
-            ListParts::Null => (Presence::Null, Vec::new()),
-            ListParts::List(raw) => (Presence::List, raw),
-        };
+    fn new(key: &'static str, (presence, raw): ListParts<'a>) -> Result<Self, String> {
         let mut names = Vec::with_capacity(raw.len());
         for (i, r) in raw.iter().enumerate() {
             if !r.starts_with('{') {
@@ -118,13 +118,8 @@ impl<'a> ContainerList<'a> {
 
     /// The containers as received, parsed on the first call.
     pub fn values(&self) -> &[Value] {
-        self.parsed.get_or_init(|| {
-            self.raw
-                .iter()
-                // The text was already read as JSON once, so this parse cannot fail.
-                .map(|r| serde_json::from_str(r).unwrap_or(Value::Null))
-                .collect()
-        })
+        self.parsed
+            .get_or_init(|| self.raw.iter().map(|r| kept_value(r)).collect())
     }
 
     /// Replaces the list: `items` refer to containers as received by index, or are new.
@@ -219,12 +214,6 @@ pub struct RawPod<'a> {
     pub init_containers: ContainerList<'a>,
     /// `spec.containers`.
     pub containers: ContainerList<'a>,
-}
-
-enum ListParts<'a> {
-    Absent,
-    Null,
-    List(Vec<&'a str>),
 }
 
 /// Structural reading of text already known to be valid JSON (it came out of a [`RawValue`]): where values
@@ -363,12 +352,18 @@ fn value(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
+/// A value kept as text when the pod was read: part of a [`RawValue`], so valid JSON (and no deeper than
+/// the request itself), and this parse does not fail.
+fn kept_value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
 fn list_parts<'a>(key: &str, c: &mut Cursor<'a>) -> Result<ListParts<'a>, String> {
     if c.null() {
-        return Ok(ListParts::Null);
+        return Ok((Presence::Null, Vec::new()));
     }
     c.array()
-        .map(ListParts::List)
+        .map(|raw| (Presence::List, raw))
         .ok_or_else(|| format!("spec.{key}: expected a list of objects"))
 }
 
@@ -380,7 +375,7 @@ impl<'a> RawPod<'a> {
     /// not a list of objects with string names.
     pub fn parse(raw: &'a RawValue) -> Result<Self, String> {
         let mut top = Map::new();
-        let mut lists = (ListParts::Absent, ListParts::Absent);
+        let mut lists = (ABSENT, ABSENT);
         let mut spec_raw = Vec::new();
         let mut cursor = Cursor {
             text: raw.get(),
@@ -392,7 +387,7 @@ impl<'a> RawPod<'a> {
                     top.insert(key.into_owned(), value(c.value())?);
                     return Ok(());
                 }
-                lists = (ListParts::Absent, ListParts::Absent);
+                lists = (ABSENT, ABSENT);
                 spec_raw.clear();
                 if c.null() {
                     top.insert("spec".into(), Value::Null);
@@ -442,10 +437,11 @@ impl<'a> RawPod<'a> {
             ("containers", self.containers.current()),
         ];
         // Reversed: with a key written twice, the last one wins, as when reading JSON into a map.
-        let raw = self.spec_raw.iter().rev().map(|(k, text)| {
-            let value = serde_json::from_str(text).unwrap_or(Value::Null);
-            (k.as_str(), Some(value))
-        });
+        let raw = self
+            .spec_raw
+            .iter()
+            .rev()
+            .map(|(k, text)| (k.as_str(), Some(kept_value(text))));
         for (key, list) in raw.chain(lists) {
             let Some(list) = list else { continue };
             if let Some(spec) = pod
@@ -467,15 +463,13 @@ impl<'a> RawPod<'a> {
     /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
     pub fn into_patch(self, original: &Value) -> Vec<PatchOperation> {
         // A step that wrote a spec field kept as text is diffed against that field as received.
-        let written = |pod: &Value| -> Vec<(String, Value)> {
-            let spec = pod.get("spec").and_then(Value::as_object);
-            self.spec_raw
-                .iter()
-                .filter(|(k, _)| spec.is_some_and(|s| s.contains_key(k)))
-                .map(|(k, text)| (k.clone(), serde_json::from_str(text).unwrap_or(Value::Null)))
-                .collect()
-        };
-        let collisions = written(&self.pod);
+        let spec = self.pod.get("spec").and_then(Value::as_object);
+        let collisions: Vec<(String, Value)> = self
+            .spec_raw
+            .iter()
+            .filter(|(k, _)| spec.is_some_and(|s| s.contains_key(k)))
+            .map(|(k, text)| (k.clone(), kept_value(text)))
+            .collect();
         let mut ops = if collisions.is_empty() {
             patch::diff_owned(original, self.pod)
         } else {
