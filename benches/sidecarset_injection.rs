@@ -134,11 +134,12 @@ fn bench(c: &mut Criterion) {
             "cluster.yaml",
         )
         .unwrap();
-    let review: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("examples/requests/create-web-pod.json")).unwrap(),
+    // Decoded from the file's bytes as the server decodes a body: the pod stays as the apiserver wrote it.
+    let example_req = kruise_webhooks::admission::decode_review(
+        &std::fs::read(root.join("examples/requests/create-web-pod.json")).unwrap(),
     )
-    .unwrap();
-    let example_req: AdmissionRequest = serde_json::from_value(review["request"].clone()).unwrap();
+    .unwrap()
+    .request;
     let patch = mutate(&example_req, &example, &ctx).unwrap().patch;
     let patch = String::from_utf8(kruise_webhooks::patch::to_json(&patch)).unwrap();
     for name in ["envoy", "log-agent", "config-reloader"] {

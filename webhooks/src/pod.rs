@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::FeatureGates;
-use crate::rawpod::RawPod;
+use crate::rawpod::{RawPod, at};
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
@@ -63,7 +63,7 @@ fn check_shape(pod: &Value) -> Result<(), String> {
             }
         }
     }
-    if let Some(labels) = pod.pointer("/metadata/labels").filter(|l| !l.is_null())
+    if let Some(labels) = at(pod, &["metadata", "labels"]).filter(|l| !l.is_null())
         && !labels
             .as_object()
             .is_some_and(|m| m.values().all(Value::is_string))
@@ -74,7 +74,7 @@ fn check_shape(pod: &Value) -> Result<(), String> {
 }
 
 fn labels(pod: &Value) -> BTreeMap<String, String> {
-    pod.pointer("/metadata/labels")
+    at(pod, &["metadata", "labels"])
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -90,8 +90,7 @@ fn readiness_gate(pod: &mut Value, req: &AdmissionRequest, gates: &FeatureGates)
     if req.operation != Operation::Create {
         return;
     }
-    let owned_by_kruise = pod
-        .pointer("/metadata/ownerReferences")
+    let owned_by_kruise = at(pod, &["metadata", "ownerReferences"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -124,15 +123,12 @@ fn readiness_gate(pod: &mut Value, req: &AdmissionRequest, gates: &FeatureGates)
 }
 
 fn is_active(pod: &Value) -> bool {
-    let phase = pod
-        .pointer("/status/phase")
+    let phase = at(pod, &["status", "phase"])
         .and_then(Value::as_str)
         .unwrap_or("");
     phase != "Succeeded"
         && phase != "Failed"
-        && pod
-            .pointer("/metadata/deletionTimestamp")
-            .is_none_or(Value::is_null)
+        && at(pod, &["metadata", "deletionTimestamp"]).is_none_or(Value::is_null)
 }
 
 /// Step 3: SidecarSet injection (spec/sidecarset.md §4.2-4.8).
@@ -147,8 +143,7 @@ fn sidecarset_step(
     if req.operation != Operation::Create || !is_active(pod) {
         return Ok(());
     }
-    let namespace = pod
-        .pointer("/metadata/namespace")
+    let namespace = at(pod, &["metadata", "namespace"])
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .unwrap_or("default")
@@ -205,9 +200,7 @@ pub fn mutate(
     let mut doc = RawPod::parse(raw).map_err(WebhookError::Decode)?;
     check_shape(&doc.pod).map_err(WebhookError::Decode)?;
     // The namespace is filled in before the snapshot, so it never appears in the patch (§3 step 2).
-    if doc
-        .pod
-        .pointer("/metadata/namespace")
+    if at(&doc.pod, &["metadata", "namespace"])
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
         && let Some(ns) = req.namespace.as_deref().filter(|n| !n.is_empty())

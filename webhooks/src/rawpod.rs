@@ -49,8 +49,50 @@ pub struct ContainerList<'a> {
     presence: Presence,
     raw: Vec<&'a str>,
     names: Vec<Option<String>>,
-    parsed: OnceCell<Vec<Value>>,
+    read: OnceCell<Vec<RawContainer<'a>>>,
     result: Option<Vec<Item>>,
+}
+
+/// One container as received: its members as text, each parsed on its first read, so a step that reads a
+/// container's `env` does not build its probes, ports and image.
+#[derive(Debug)]
+pub struct RawContainer<'a> {
+    members: Vec<(Cow<'a, str>, &'a str, OnceCell<Value>)>,
+}
+
+impl<'a> RawContainer<'a> {
+    /// Splits an object's text (part of a [`RawValue`], so valid JSON) into members; not an object: none.
+    fn read(text: &'a str) -> Self {
+        let mut members = Vec::new();
+        let mut cursor = Cursor { text, i: 0 };
+        let _ = cursor.object(|c, key| {
+            members.push((key, c.value(), OnceCell::new()));
+            Ok(())
+        });
+        Self { members }
+    }
+
+    /// The member `key` (the last one when the key is written twice, as decoding does).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.members
+            .iter()
+            .rev()
+            .find(|(k, ..)| k == key)
+            .map(|(_, text, value)| value.get_or_init(|| kept_value(text)))
+    }
+
+    /// The string member `key`, `""` when absent or not a string.
+    pub fn str(&self, key: &str) -> &str {
+        self.get(key).and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// The elements of the list member `key` (none when absent or not a list).
+    pub fn list(&self, key: &str) -> impl Iterator<Item = &Value> {
+        self.get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+    }
 }
 
 #[derive(Deserialize)]
@@ -93,7 +135,7 @@ impl<'a> ContainerList<'a> {
             presence,
             raw,
             names,
-            parsed: OnceCell::new(),
+            read: OnceCell::new(),
             result: None,
         })
     }
@@ -116,10 +158,15 @@ impl<'a> ContainerList<'a> {
             .unwrap_or("")
     }
 
-    /// The containers as received, parsed on the first call.
-    pub fn values(&self) -> &[Value] {
-        self.parsed
-            .get_or_init(|| self.raw.iter().map(|r| kept_value(r)).collect())
+    /// The containers as received, split into members on the first call.
+    pub fn containers(&self) -> &[RawContainer<'a>] {
+        self.read
+            .get_or_init(|| self.raw.iter().map(|r| RawContainer::read(r)).collect())
+    }
+
+    /// The container at `index` as received, parsed whole (`null` past the end).
+    pub fn value(&self, index: usize) -> Value {
+        self.raw.get(index).map_or(Value::Null, |r| kept_value(r))
     }
 
     /// Replaces the list: `items` refer to containers as received by index, or are new.
@@ -129,7 +176,7 @@ impl<'a> ContainerList<'a> {
 
     fn value_of(&self, item: Item) -> Value {
         match item {
-            Item::Original(i) => self.values().get(i).cloned().unwrap_or(Value::Null),
+            Item::Original(i) => self.value(i),
             Item::New(v) => v,
         }
     }
@@ -193,9 +240,17 @@ impl<'a> ContainerList<'a> {
             )),
             (None, Presence::Absent) => None,
             (None, Presence::Null) => Some(Value::Null),
-            (None, Presence::List) => Some(Value::Array(self.values().to_vec())),
+            (None, Presence::List) => Some(Value::Array(
+                self.raw.iter().map(|r| kept_value(r)).collect(),
+            )),
         }
     }
+}
+
+/// The member at `path` (keys from the root) of a JSON value. `Value::pointer` without its cost: it unescapes
+/// every token of a pointer into two fresh strings.
+pub fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
 }
 
 /// The spec fields the chain's steps read or write (besides the container lists), so the ones
@@ -214,6 +269,28 @@ pub struct RawPod<'a> {
     pub init_containers: ContainerList<'a>,
     /// `spec.containers`.
     pub containers: ContainerList<'a>,
+}
+
+/// The index of the first `"` or `\\` in `b` at or after `from` (`b.len()` when none): eight bytes per step.
+fn next_quote_or_backslash(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // High bit set in each byte of `w` that is zero; exact for the lowest such byte.
+    let zero_bytes = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS;
+    let mut j = from;
+    while let Some(chunk) = b.get(j..j + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let hits =
+            zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\')));
+        if hits != 0 {
+            return j + (hits.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    b[j.min(b.len())..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\')
+        .map_or(b.len(), |p| j + p)
 }
 
 /// Structural reading of text already known to be valid JSON (it came out of a [`RawValue`]): where values
@@ -241,10 +318,10 @@ impl<'a> Cursor<'a> {
         let b = self.bytes();
         let mut j = self.i + 1;
         while j < b.len() {
-            match b[j] {
-                b'"' => break,
-                b'\\' => j += 2,
-                _ => j += 1,
+            j = next_quote_or_backslash(b, j);
+            match b.get(j) {
+                Some(b'\\') => j += 2,
+                _ => break,
             }
         }
         self.i = (j + 1).min(b.len());
@@ -628,8 +705,55 @@ mod tests {
             json!({"spec": {"containers": [{"name": "a", "env": [{"name": "E", "value": "1"}]}]}});
         let text = pod.to_string();
         let doc = RawPod::parse_str(&text).unwrap();
-        assert!(doc.containers.parsed.get().is_none());
-        assert_eq!(doc.containers.values()[0]["env"][0]["value"], "1");
+        assert!(doc.containers.read.get().is_none());
+        let container = &doc.containers.containers()[0];
+        assert!(container.members.iter().all(|(_, _, v)| v.get().is_none()));
+        assert_eq!(container.list("env").next().unwrap()["value"], "1");
+        let name = container
+            .members
+            .iter()
+            .find(|(k, ..)| k == "name")
+            .unwrap();
+        assert!(name.2.get().is_none(), "the name is not parsed");
+        assert_eq!(doc.containers.value(0), pod["spec"]["containers"][0]);
+    }
+
+    #[test]
+    fn quotes_and_backslashes_are_found_at_every_offset() {
+        for len in 0..20 {
+            for at in 0..=len {
+                for stop in [b'"', b'\\'] {
+                    let mut text = vec![b'a'; len];
+                    if at < len {
+                        text[at] = stop;
+                    }
+                    // Bytes that differ from the stops by one bit, and non-ASCII bytes, are not stops.
+                    text.iter_mut()
+                        .take(at)
+                        .enumerate()
+                        .for_each(|(i, c)| *c = [b'#', b'\x5d', 0xE2, 0x22 ^ 0x80][i % 4]);
+                    for from in 0..=at.min(len) {
+                        assert_eq!(
+                            next_quote_or_backslash(&text, from),
+                            at.max(from),
+                            "{text:?} from {from}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_member_written_twice_reads_as_its_last_value() {
+        let text = r#"{"spec": {"containers": [{"name": "a", "env": [1], "x": {"env": 2}, "env": [{"name": "E"}]}]}}"#;
+        let doc = RawPod::parse_str(text).unwrap();
+        let container = &doc.containers.containers()[0];
+        assert_eq!(container.get("env"), Some(&json!([{"name": "E"}])));
+        assert_eq!(container.str("name"), "a");
+        assert_eq!(container.get("missing"), None);
+        assert_eq!(container.str("x"), "", "not a string");
+        assert_eq!(container.list("name").count(), 0, "not a list");
     }
 
     #[test]

@@ -222,8 +222,10 @@ proptest! {
     fn every_diff_applies_and_gives_the_target(from in any_json(), to in any_json()) {
         let ops = patch::diff(&from, &to);
         prop_assert_eq!(patch::apply(&from, &ops).expect("the diff applies"), to.clone());
-        prop_assert_eq!(patch::diff(&from, &to), ops, "deterministic");
+        prop_assert_eq!(&patch::diff(&from, &to), &ops, "deterministic");
         prop_assert!(patch::diff(&to, &to).is_empty());
+        // The patch writer writes what serde_json writes.
+        prop_assert_eq!(patch::to_json(&ops), serde_json::to_vec(&ops).unwrap());
     }
 
     #[test]

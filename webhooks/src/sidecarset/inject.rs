@@ -15,7 +15,7 @@ use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
 use crate::gojson;
-use crate::rawpod::{ContainerList, Item, RawPod};
+use crate::rawpod::{ContainerList, Item, RawContainer, RawPod, at};
 
 /// `kruise.io/sidecarset-injected-list`.
 pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
@@ -65,9 +65,9 @@ pub struct InjectOptions<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct PodContainers<'p> {
     /// `spec.initContainers`.
-    pub init_containers: &'p [Value],
+    pub init_containers: &'p [RawContainer<'p>],
     /// `spec.containers`.
-    pub containers: &'p [Value],
+    pub containers: &'p [RawContainer<'p>],
 }
 
 /// Applies `resourcesPolicy` (§5) to a sidecar container, given the names of every container of every matched
@@ -110,13 +110,13 @@ pub struct UpgradeSpec {
 }
 
 fn pod_meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
-    pod.pointer(&format!("/metadata/{field}"))
+    at(pod, &["metadata", field])
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
-    pod.pointer("/metadata/annotations")
+    at(pod, &["metadata", "annotations"])
         .and_then(|a| a.get(key))
         .and_then(Value::as_str)
 }
@@ -230,23 +230,12 @@ pub fn patch_pod_metadata(
     Ok(*annotations != before)
 }
 
-fn env_list(c: &Map<String, Value>) -> Vec<Value> {
-    c.get("env")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
 fn env_name(e: &Value) -> &str {
     e.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
-fn list<'a>(c: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> + 'a {
-    c.get(key).and_then(Value::as_array).into_iter().flatten()
-}
-
-fn is_injected_sidecar(c: &Value) -> bool {
-    list(c, "env").any(|e| {
+fn is_injected_sidecar(c: &RawContainer<'_>) -> bool {
+    c.list("env").any(|e| {
         env_name(e) == IS_INJECTED && e.get("value").and_then(Value::as_str) == Some("true")
     })
 }
@@ -275,15 +264,15 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
 }
 
 /// The mounts of the app containers to share, and the envs their subPathExprs reference (§4.6 step 5.3).
-fn shared_mounts(containers: &[Value]) -> (Vec<Value>, Vec<Value>) {
+fn shared_mounts(containers: &[RawContainer<'_>]) -> (Vec<Value>, Vec<Value>) {
     let mut mounts = Vec::new();
     let mut envs: Vec<Value> = Vec::new();
     for c in containers.iter().filter(|c| !is_injected_sidecar(c)) {
-        for m in list(c, "volumeMounts") {
+        for m in c.list("volumeMounts") {
             mounts.push(m.clone());
             let expr = m.get("subPathExpr").and_then(Value::as_str).unwrap_or("");
             for var in subpath_vars(expr) {
-                if let Some(e) = list(c, "env").find(|e| env_name(e) == var) {
+                if let Some(e) = c.list("env").find(|e| env_name(e) == var) {
                     envs.push(e.clone());
                 }
             }
@@ -293,7 +282,11 @@ fn shared_mounts(containers: &[Value]) -> (Vec<Value>, Vec<Value>) {
 }
 
 /// The env vars to transfer into a sidecar (§4.6 step 5.4).
-fn transfer_envs(sidecar: &SidecarContainer, pod: &Value, containers: &[Value]) -> Vec<Value> {
+fn transfer_envs(
+    sidecar: &SidecarContainer,
+    pod: &Value,
+    containers: &[RawContainer<'_>],
+) -> Vec<Value> {
     let mut out = Vec::new();
     for t in &sidecar.view.transfer_env {
         let mut names: BTreeSet<&str> = t.env_names.iter().map(String::as_str).collect();
@@ -316,7 +309,7 @@ fn transfer_envs(sidecar: &SidecarContainer, pod: &Value, containers: &[Value]) 
             let found = containers
                 .iter()
                 .filter(|c| c.get("name").and_then(Value::as_str) == Some(source.as_str()))
-                .flat_map(|c| list(c, "env"))
+                .flat_map(|c| c.list("env"))
                 .find(|e| env_name(e) == name);
             if let Some(e) = found {
                 out.push(e.clone());
@@ -334,7 +327,8 @@ fn field_ref_value(pod: &Value, path: &str) -> Option<String> {
     ] {
         if let Some(key) = path.strip_prefix(prefix).and_then(|k| k.strip_suffix("']")) {
             let value = pod
-                .pointer(&format!("/metadata/{field}"))
+                .get("metadata")
+                .and_then(|m| m.get(field))
                 .and_then(|m| m.get(key.to_lowercase().as_str()).or(m.get(key)));
             return Some(value.and_then(Value::as_str).unwrap_or("").to_owned());
         }
@@ -358,127 +352,155 @@ fn str_field<'a>(v: &'a Value, key: &str) -> &'a str {
 
 /// What one SidecarSet contributes.
 #[derive(Default)]
-struct Built {
+struct Built<'s> {
     init_containers: Vec<(Value, String)>,
     containers: Vec<(Value, String)>,
-    volumes: Vec<Value>,
+    /// SidecarSet volumes the sidecars use, in order, repeats included.
+    volumes: Vec<&'s Value>,
     secrets: Vec<Value>,
     hot_annotations: BTreeMap<String, String>,
     work_map: BTreeMap<String, String>,
 }
 
-/// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; returns the container JSON.
-fn build_container(
+/// The list member `key` of a container, made a list if it is absent or not one.
+fn list_mut<'c>(c: &'c mut Map<String, Value>, key: &str) -> &'c mut Vec<Value> {
+    let slot = c.entry(key).or_insert_with(|| Value::Array(Vec::new()));
+    if !slot.is_array() {
+        *slot = Value::Array(Vec::new());
+    }
+    match slot {
+        Value::Array(items) => items,
+        _ => unreachable!("made a list above"),
+    }
+}
+
+/// The string fields `key` of a container's list member `list`.
+fn fields<'c>(c: &'c Map<String, Value>, list: &str, key: &str) -> Vec<&'c str> {
+    c.get(list)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|m| str_field(m, key))
+        .collect()
+}
+
+/// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; returns the container JSON and
+/// adds the SidecarSet volumes its own mounts and devices name to `injected_volumes`.
+fn build_container<'s>(
     sidecar: &SidecarContainer,
     source: Source<'_, '_>,
-    volumes_by_name: &BTreeMap<&str, &Value>,
-    injected_volumes: &mut Vec<Value>,
+    volumes_by_name: &BTreeMap<&str, &'s Value>,
+    injected_volumes: &mut Vec<&'s Value>,
     (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &BTreeSet<String>),
 ) -> Result<Map<String, Value>, InjectError> {
     let mut c = sidecar.as_pod_container();
     if sidecar.view.resources_policy.is_some() {
         let containers = PodContainers {
-            init_containers: source.init_containers.values(),
-            containers: source.containers.values(),
+            init_containers: source.init_containers.containers(),
+            containers: source.containers.containers(),
         };
         resources_policy(sidecar, &mut c, all_sidecar_names, containers)
             .map_err(InjectError::ResourcesPolicy)?;
     }
     let (shared, subpath_envs) = if sidecar.view.share_volume_policy.enabled() {
-        shared_mounts(source.containers.values())
+        shared_mounts(source.containers.containers())
     } else {
         (Vec::new(), Vec::new())
     };
     let transfer = if sidecar.view.transfer_env.is_empty() {
         Vec::new()
     } else {
-        transfer_envs(sidecar, source.pod, source.containers.values())
+        transfer_envs(sidecar, source.pod, source.containers.containers())
     };
     let transfer = dedup_by_name(transfer, subpath_envs);
 
-    let own_mounts: Vec<Value> = c
-        .get("volumeMounts")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let own_devices: Vec<Value> = c
-        .get("volumeDevices")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for name in own_mounts
-        .iter()
-        .chain(&own_devices)
-        .map(|m| str_field(m, "name"))
-    {
-        // Names missing from spec.volumes are skipped (OpenKruise logs a warning).
-        if let Some(v) = volumes_by_name.get(name) {
-            injected_volumes.push((*v).clone());
+    // Names missing from spec.volumes are skipped (OpenKruise logs a warning).
+    let own_volumes =
+        fields(&c, "volumeMounts", "name")
+            .into_iter()
+            .chain(fields(&c, "volumeDevices", "name"));
+    injected_volumes.extend(own_volumes.filter_map(|name| volumes_by_name.get(name).copied()));
+
+    // Paths the sidecar's own mounts and devices take; shared mounts on them are left out.
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    let share_devices = sidecar
+        .view
+        .share_volume_device_policy
+        .as_ref()
+        .is_some_and(|p| p.enabled());
+    if !shared.is_empty() || share_devices {
+        for m in c
+            .get("volumeMounts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            used.insert(str_field(m, "mountPath").to_owned());
+        }
+        for d in c
+            .get("volumeDevices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let path = str_field(d, "mountPath");
+            used.insert(
+                if path.is_empty() {
+                    str_field(d, "devicePath")
+                } else {
+                    path
+                }
+                .to_owned(),
+            );
         }
     }
-    let mut mounts = own_mounts.clone();
-    let mut used: BTreeSet<String> = own_mounts
-        .iter()
-        .chain(&own_devices)
-        .map(|m| {
-            let path = str_field(m, "mountPath");
-            if path.is_empty() {
-                str_field(m, "devicePath").to_owned()
-            } else {
-                path.to_owned()
-            }
-        })
+    let shared: Vec<Value> = shared
+        .into_iter()
+        .filter(|m| used.insert(str_field(m, "mountPath").to_owned()))
         .collect();
-    for m in shared {
-        if used.insert(str_field(&m, "mountPath").to_owned()) {
-            mounts.push(m);
-        }
-    }
-    if !mounts.is_empty() {
-        c.insert("volumeMounts".into(), Value::Array(mounts.clone()));
+    if !shared.is_empty() {
+        list_mut(&mut c, "volumeMounts").extend(shared);
     }
 
-    let mut env = env_list(&c);
+    let env = list_mut(&mut c, "env");
     env.push(json!({"name": IS_INJECTED, "value": "true"}));
     for e in transfer {
         if !env.iter().any(|o| env_name(o) == env_name(&e)) {
             env.push(e);
         }
     }
-    c.insert("env".into(), Value::Array(env));
 
-    if sidecar
-        .view
-        .share_volume_device_policy
-        .as_ref()
-        .is_some_and(|p| p.enabled())
-    {
-        let mut devices = own_devices.clone();
-        let mut used: BTreeSet<String> = own_devices
-            .iter()
-            .map(|d| str_field(d, "devicePath").to_owned())
+    if share_devices {
+        let mut used: BTreeSet<String> = fields(&c, "volumeDevices", "devicePath")
+            .into_iter()
+            .chain(fields(&c, "volumeMounts", "mountPath"))
+            .map(str::to_owned)
             .collect();
-        used.extend(mounts.iter().map(|m| str_field(m, "mountPath").to_owned()));
+        let mut added = Vec::new();
         for d in source
             .containers
-            .values()
+            .containers()
             .iter()
             .filter(|c| !is_injected_sidecar(c))
-            .flat_map(|c| list(c, "volumeDevices"))
+            .flat_map(|c| c.list("volumeDevices"))
         {
             if used.insert(str_field(d, "devicePath").to_owned()) {
-                devices.push(d.clone());
+                added.push(d.clone());
             }
         }
-        if !devices.is_empty() {
-            c.insert("volumeDevices".into(), Value::Array(devices));
+        if !added.is_empty() {
+            list_mut(&mut c, "volumeDevices").extend(added);
         }
     }
     Ok(c)
 }
 
 /// The two hot-upgrade copies of a sidecar (§6.1) and their annotations.
-fn hot_upgrade(c: Map<String, Value>, sidecar: &SidecarContainer, built: &mut Built) -> [Value; 2] {
+fn hot_upgrade(
+    c: Map<String, Value>,
+    sidecar: &SidecarContainer,
+    built: &mut Built<'_>,
+) -> [Value; 2] {
     let name = sidecar.view.name.clone();
     let copy = |suffix: &str, image: Option<&str>| {
         let copy_name = format!("{name}{suffix}");
@@ -665,7 +687,7 @@ fn merge_containers(existing: &ContainerList<'_>, injected: Vec<(Value, String)>
         let name = str_field(&c, "name");
         if let Some(slot) = (0..existing.len()).find(|&i| existing.name(i) == name) {
             // The same container again (a pod injected before) stays as it came.
-            slots[slot] = if existing.values().get(slot) == Some(&c) {
+            slots[slot] = if existing.value(slot) == c {
                 Item::Original(slot)
             } else {
                 Item::New(c)
@@ -681,7 +703,7 @@ fn merge_containers(existing: &ContainerList<'_>, injected: Vec<(Value, String)>
 
 fn apply(
     doc: &mut RawPod<'_>,
-    built: Built,
+    built: Built<'_>,
     options: InjectOptions<'_>,
     hashes: BTreeMap<String, UpgradeSpec>,
     hashes_without_image: BTreeMap<String, UpgradeSpec>,
@@ -729,9 +751,9 @@ fn apply(
         for v in volumes {
             if !all
                 .iter()
-                .any(|o| str_field(o, "name") == str_field(&v, "name"))
+                .any(|o| str_field(o, "name") == str_field(v, "name"))
             {
-                all.push(v);
+                all.push(v.clone());
             }
         }
         spec["volumes"] = Value::Array(all);

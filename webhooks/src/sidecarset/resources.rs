@@ -256,8 +256,7 @@ struct Target {
 }
 
 impl Target {
-    fn from_json(c: &Value, name: &str) -> Result<Target, String> {
-        let resources = c.get("resources");
+    fn from_json(resources: Option<&Value>, name: &str) -> Result<Target, String> {
         let read = |list: &str, resource: &str| -> Result<Option<Quantity>, String> {
             match resources
                 .and_then(|r| r.get(list))
@@ -295,11 +294,11 @@ fn target_containers(
     let init = pod
         .init_containers
         .iter()
-        .filter(|c| c.get("restartPolicy").and_then(Value::as_str) == Some("Always"));
+        .filter(|c| c.str("restartPolicy") == "Always");
     for c in init.chain(pod.containers) {
-        let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+        let name = c.str("name");
         if !sidecars.contains(name) && pattern.is_match(name) {
-            targets.push(Target::from_json(c, name)?);
+            targets.push(Target::from_json(c.get("resources"), name)?);
         }
     }
     if targets.is_empty() {

@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::calculator::{Value as V, evaluate};
 use super::*;
+use crate::rawpod::RawPod;
 
 fn qty(s: &str) -> Quantity {
     Quantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -286,13 +287,14 @@ fn names(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// The container lists of a pod.
-fn containers(pod: &Value) -> PodContainers<'_> {
-    let list = |key: &str| pod["spec"][key].as_array().map_or(&[][..], Vec::as_slice);
-    PodContainers {
-        init_containers: list("initContainers"),
-        containers: list("containers"),
-    }
+/// Runs `f` on the container lists of a pod as the chain reads them.
+fn with_containers<T>(pod: &Value, f: impl FnOnce(PodContainers<'_>) -> T) -> T {
+    let text = pod.to_string();
+    let doc = RawPod::parse_str(&text).unwrap();
+    f(PodContainers {
+        init_containers: doc.init_containers.containers(),
+        containers: doc.containers.containers(),
+    })
 }
 
 /// Runs [`apply`] on the injected form of `sidecar` and returns its `resources`.
@@ -303,7 +305,9 @@ fn run(policy: Value, pod: &Value, sidecar_names: &[&str]) -> Result<Value, Stri
         "resources".to_owned(),
         json!({"limits": {"cpu": "9"}, "claims": [{"name": "gpu"}]}),
     );
-    apply(&sc, &mut container, &names(sidecar_names), containers(pod))?;
+    with_containers(pod, |pod| {
+        apply(&sc, &mut container, &names(sidecar_names), pod)
+    })?;
     Ok(container.get("resources").cloned().unwrap_or(Value::Null))
 }
 
@@ -470,12 +474,12 @@ fn a_sidecar_without_policy_is_untouched() {
     let mut container = sc.as_pod_container();
     let before = container.clone();
     assert_eq!(
-        apply(
+        with_containers(&two_apps("a", "b"), |pod| apply(
             &sc,
             &mut container,
             &names(&[]),
-            containers(&two_apps("a", "b"))
-        ),
+            pod
+        )),
         Ok(())
     );
     assert_eq!(container, before);
