@@ -270,8 +270,12 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionReview, ReviewError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ReviewError::Empty);
     }
+    // UTF-8 checked once over the whole body (word at a time), so the parser need not check strings again.
+    let text = std::str::from_utf8(body).map_err(|e| {
+        ReviewError::Malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+    })?;
     let wire: WireReview =
-        serde_json::from_slice(body).map_err(|e| ReviewError::Malformed(e.to_string()))?;
+        serde_json::from_str(text).map_err(|e| ReviewError::Malformed(e.to_string()))?;
     let api_version = match (wire.api_version.as_str(), wire.kind.as_str()) {
         (V1, "AdmissionReview") => V1,
         (V1BETA1, "AdmissionReview") => V1BETA1,
@@ -486,6 +490,10 @@ mod tests {
             decode_review(b"not json"),
             Err(ReviewError::Malformed(_))
         ));
+        assert_eq!(
+            decode_review(b"{\"kind\":\"\xff\"}").unwrap_err(),
+            ReviewError::Malformed("invalid UTF-8 at byte 9".into())
+        );
         assert!(matches!(
             decode_review(b"[1,2]"),
             Err(ReviewError::Malformed(_))

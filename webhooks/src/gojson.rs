@@ -12,7 +12,7 @@ pub fn escape_like_go(json: &str) -> String {
 }
 
 /// [`escape_like_go`] of text we own: returned as is in the usual case of nothing to escape.
-fn go_escaped(json: String) -> String {
+pub(crate) fn go_escaped(json: String) -> String {
     if needs_go_escape(&json) {
         escape_slow(&json)
     } else {

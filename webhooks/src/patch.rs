@@ -184,24 +184,62 @@ pub fn to_json(ops: &[PatchOperation]) -> Vec<u8> {
     out
 }
 
+/// For each byte: 0 when serde_json writes it as is, else the letter of its escape (`u` for `\u00xx`).
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x0C] = b'f';
+    table[b'\n' as usize] = b'n';
+    table[b'\r' as usize] = b'r';
+    table[b'\t' as usize] = b't';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
 /// Whether serde_json would escape something in `s`: a quote, a backslash or a control character.
-pub(crate) fn needs_json_escape(s: &str) -> bool {
+fn needs_json_escape(s: &[u8]) -> bool {
     // A fold without early exit: the compiler vectorizes it, and the answer is almost always no.
-    s.bytes().fold(false, |found, b| {
+    s.iter().fold(false, |found, &b| {
         found | (b < 0x20) | (b == b'"') | (b == b'\\')
     })
 }
 
-/// Appends `s` as a JSON string, as serde_json writes it.
+/// Appends `s` as a JSON string, as serde_json writes it: `\"`, `\\`, the short escapes of backspace, form
+/// feed, newline, carriage return and tab, `\u00xx` (lower-case hex) for other control characters.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    if needs_json_escape(s) {
-        // Writing a string into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, s);
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    // Long strings (the base64 patch) are checked in one vectorized pass first.
+    if bytes.len() < 64 || needs_json_escape(bytes) {
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            let escape = ESCAPE[usize::from(b)];
+            if escape == 0 {
+                continue;
+            }
+            out.extend_from_slice(&bytes[start..i]);
+            start = i + 1;
+            out.push(b'\\');
+            out.push(escape);
+            if escape == b'u' {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xF)]);
+            }
+        }
+        out.extend_from_slice(&bytes[start..]);
     } else {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+        out.extend_from_slice(bytes);
     }
+    out.push(b'"');
 }
 
 /// Appends `value` as compact JSON, as serde_json writes it.
@@ -290,6 +328,21 @@ mod tests {
             serde_json::to_string(&ops).unwrap()
         );
         assert_eq!(to_json(&[]), b"[]");
+        let every_byte: String = (0u8..=0x7F).map(char::from).chain("é€😀".chars()).collect();
+        let long = format!("{}\"{}", "a".repeat(70), "b".repeat(70));
+        for s in [
+            every_byte.as_str(),
+            "",
+            "\"",
+            "a\\",
+            "\u{1f}x",
+            &long,
+            &long[..70],
+        ] {
+            let mut out = Vec::new();
+            write_str(&mut out, s);
+            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
     }
 
     #[test]

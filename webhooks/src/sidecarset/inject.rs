@@ -15,6 +15,7 @@ use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
 use crate::gojson;
+use crate::patch::write_str;
 use crate::rawpod::{ContainerList, Item, RawContainer, RawPod, at};
 
 /// `kruise.io/sidecarset-injected-list`.
@@ -107,6 +108,52 @@ pub struct UpgradeSpec {
     /// The SidecarSet's `status.latestRevision` (hash annotation only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller_revision: Option<String>,
+}
+
+/// `gojson::to_string` of a hash annotation's map, written field by field (it is on every injection).
+fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
+    fn optional(out: &mut Vec<u8>, value: Option<&str>) {
+        match value {
+            Some(v) => write_str(out, v),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    let mut out = Vec::with_capacity(160 * specs.len() + 2);
+    out.push(b'{');
+    for (i, (name, spec)) in specs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(&mut out, name);
+        out.extend_from_slice(b":{\"updateTimestamp\":");
+        optional(&mut out, spec.update_timestamp.as_deref());
+        out.extend_from_slice(b",\"hash\":");
+        write_str(&mut out, &spec.hash);
+        out.extend_from_slice(b",\"sidecarSetName\":");
+        write_str(&mut out, &spec.sidecar_set_name);
+        out.extend_from_slice(b",\"sidecarList\":");
+        match &spec.sidecar_list {
+            Some(list) => {
+                out.push(b'[');
+                for (j, item) in list.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    write_str(&mut out, item);
+                }
+                out.push(b']');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
+        if let Some(revision) = &spec.controller_revision {
+            out.extend_from_slice(b",\"controllerRevision\":");
+            write_str(&mut out, revision);
+        }
+        out.push(b'}');
+    }
+    out.push(b'}');
+    // Only whole strings were written into `out`.
+    gojson::go_escaped(String::from_utf8(out).unwrap_or_default())
 }
 
 fn pod_meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
@@ -779,11 +826,11 @@ fn apply(
     let annotations = annotations_mut(&mut doc.pod);
     annotations.insert(
         HASH_ANNOTATION.into(),
-        Value::String(gojson::to_string(&hashes)),
+        Value::String(upgrade_specs_json(&hashes)),
     );
     annotations.insert(
         HASH_WITHOUT_IMAGE_ANNOTATION.into(),
-        Value::String(gojson::to_string(&hashes_without_image)),
+        Value::String(upgrade_specs_json(&hashes_without_image)),
     );
     annotations.insert(
         INJECTED_LIST_ANNOTATION.into(),

@@ -607,3 +607,31 @@ fn injecting_twice_changes_nothing_more() {
         once["metadata"]["annotations"]
     );
 }
+
+#[test]
+fn hash_annotations_are_written_as_go_marshals_the_map() {
+    let spec = |name: &str,
+                timestamp: Option<&str>,
+                list: Option<Vec<&str>>,
+                revision: Option<&str>| UpgradeSpec {
+        update_timestamp: timestamp.map(str::to_owned),
+        hash: format!("h<{name}>&\"x\""),
+        sidecar_set_name: name.to_owned(),
+        sidecar_list: list.map(|l| l.into_iter().map(str::to_owned).collect()),
+        controller_revision: revision.map(str::to_owned),
+    };
+    let mut specs = BTreeMap::new();
+    assert_eq!(upgrade_specs_json(&specs), gojson::to_string(&specs));
+    specs.insert(
+        "b".to_owned(),
+        spec(
+            "b",
+            Some("2026-11-21T10:00:00Z"),
+            Some(vec!["c1", "c\u{2028}2"]),
+            Some("rev-1"),
+        ),
+    );
+    specs.insert("a\\".to_owned(), spec("a\\", None, None, None));
+    specs.insert("e".to_owned(), spec("e", Some(""), Some(vec![]), Some("")));
+    assert_eq!(upgrade_specs_json(&specs), gojson::to_string(&specs));
+}
