@@ -1,7 +1,8 @@
 //! A pod as the request carries it, parsed for the mutating chain.
 //!
 //! Everything is a `serde_json::Value` except the elements of `spec.containers` and `spec.initContainers`,
-//! which stay raw JSON borrowed from the request until a step reads them ([`ContainerList::values`]), and
+//! which stay raw JSON borrowed from the request, split into members in the same pass, each member parsed
+//! when a step first reads it ([`ContainerList::iter`], [`RawContainer::get`]), and
 //! the spec fields no step of the chain reads or writes: only those of [`SPEC_FIELDS`] are in
 //! [`RawPod::pod`]; the others (tolerations, affinity, scalars, …) are kept as text, untouched, and come back
 //! in [`RawPod::to_value`]. A step that needs another spec field adds it to [`SPEC_FIELDS`]. Those parts are
@@ -13,10 +14,10 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
+use std::ops::Range;
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -47,47 +48,47 @@ pub enum Item {
 pub struct ContainerList<'a> {
     key: &'static str,
     presence: Presence,
+    /// Each container's text.
     raw: Vec<&'a str>,
-    names: Vec<Option<String>>,
-    read: OnceCell<Vec<RawContainer<'a>>>,
+    /// Each container's members: `members[spans[i].clone()]`.
+    spans: Vec<Range<usize>>,
+    members: Vec<Member<'a>>,
+    names: Vec<Option<Cow<'a, str>>>,
     result: Option<Vec<Item>>,
 }
 
-/// One container as received: its members as text, each parsed on its first read, so a step that reads a
+/// A member of a container as received: its value's text, parsed on its first read, so a step that reads a
 /// container's `env` does not build its probes, ports and image.
 #[derive(Debug)]
-pub struct RawContainer<'a> {
-    members: Vec<(Cow<'a, str>, &'a str, OnceCell<Value>)>,
+struct Member<'a> {
+    key: Cow<'a, str>,
+    text: &'a str,
+    value: OnceCell<Value>,
 }
 
-impl<'a> RawContainer<'a> {
-    /// Splits an object's text (part of a [`RawValue`], so valid JSON) into members; not an object: none.
-    fn read(text: &'a str) -> Self {
-        let mut members = Vec::new();
-        let mut cursor = Cursor { text, i: 0 };
-        let _ = cursor.object(|c, key| {
-            members.push((key, c.value(), OnceCell::new()));
-            Ok(())
-        });
-        Self { members }
-    }
+/// One container as received (see [`ContainerList::iter`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RawContainer<'l> {
+    members: &'l [Member<'l>],
+}
 
+impl<'l> RawContainer<'l> {
     /// The member `key` (the last one when the key is written twice, as decoding does).
-    pub fn get(&self, key: &str) -> Option<&Value> {
+    pub fn get(self, key: &str) -> Option<&'l Value> {
         self.members
             .iter()
             .rev()
-            .find(|(k, ..)| k == key)
-            .map(|(_, text, value)| value.get_or_init(|| kept_value(text)))
+            .find(|m| m.key == key)
+            .map(|m| m.value.get_or_init(|| kept_value(m.text)))
     }
 
     /// The string member `key`, `""` when absent or not a string.
-    pub fn str(&self, key: &str) -> &str {
+    pub fn str(self, key: &str) -> &'l str {
         self.get(key).and_then(Value::as_str).unwrap_or("")
     }
 
     /// The elements of the list member `key` (none when absent or not a list).
-    pub fn list(&self, key: &str) -> impl Iterator<Item = &Value> {
+    pub fn list(self, key: &str) -> impl Iterator<Item = &'l Value> {
         self.get(key)
             .and_then(Value::as_array)
             .into_iter()
@@ -95,49 +96,74 @@ impl<'a> RawContainer<'a> {
     }
 }
 
-#[derive(Deserialize)]
-struct Named<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+/// A container's name from the text of its `name` member: a string without escapes is borrowed.
+fn name_of<'a>(text: &'a str) -> Result<Option<Cow<'a, str>>, ()> {
+    match text.as_bytes().first() {
+        Some(b'"') => match text.get(1..text.len() - 1) {
+            Some(inner) if !inner.contains('\\') => Ok(Some(Cow::Borrowed(inner))),
+            _ => serde_json::from_str::<String>(text)
+                .map(|n| Some(Cow::Owned(n)))
+                .map_err(|_| ()),
+        },
+        Some(b'n') => Ok(None),
+        _ => Err(()),
+    }
 }
-
-/// The name of a container written the way the apiserver writes one (`{"name":"…",` first, no escapes in
-/// the name), without reading the rest; `None` sends the caller to a full read.
-fn leading_name(raw: &str) -> Option<&str> {
-    let rest = raw.strip_prefix("{\"name\":\"")?;
-    let end = rest.find(['"', '\\'])?;
-    (rest.as_bytes()[end] == b'"').then(|| &rest[..end])
-}
-
-/// A list as read: how it appeared, and its elements' text.
-type ListParts<'a> = (Presence, Vec<&'a str>);
-
-const ABSENT: ListParts<'static> = (Presence::Absent, Vec::new());
 
 impl<'a> ContainerList<'a> {
-    fn new(key: &'static str, (presence, raw): ListParts<'a>) -> Result<Self, String> {
-        let mut names = Vec::with_capacity(raw.len());
-        for (i, r) in raw.iter().enumerate() {
-            if !r.starts_with('{') {
-                return Err(format!("spec.{key}[{i}]: expected an object"));
-            }
-            let name = match leading_name(r) {
-                Some(name) => Some(name.to_owned()),
-                None => serde_json::from_str::<Named<'_>>(r)
-                    .map_err(|_| format!("spec.{key}[{i}].name: expected a string"))?
-                    .name
-                    .map(Cow::into_owned),
-            };
-            names.push(name);
-        }
-        Ok(Self {
+    fn new(key: &'static str, presence: Presence) -> Self {
+        Self {
             key,
             presence,
-            raw,
-            names,
-            read: OnceCell::new(),
+            raw: Vec::new(),
+            spans: Vec::new(),
+            members: Vec::new(),
+            names: Vec::new(),
             result: None,
-        })
+        }
+    }
+
+    /// Reads the list at the cursor in one pass: each container's text, members and name.
+    fn read(key: &'static str, c: &mut Cursor<'a>) -> Result<Self, String> {
+        if c.null() {
+            return Ok(Self::new(key, Presence::Null));
+        }
+        if c.peek() != Some(b'[') {
+            return Err(format!("spec.{key}: expected a list of objects"));
+        }
+        c.i += 1;
+        let mut list = Self::new(key, Presence::List);
+        while c.peek().is_some_and(|b| b != b']') {
+            let index = list.raw.len();
+            let (start, first) = (c.i, list.members.len());
+            let members = &mut list.members;
+            c.object(|c, key| {
+                let text = c.value();
+                members.push(Member {
+                    key,
+                    text,
+                    value: OnceCell::new(),
+                });
+                Ok(())
+            })
+            .ok_or_else(|| format!("spec.{key}[{index}]: expected an object"))??;
+            let span = first..list.members.len();
+            let name = match list.members[span.clone()]
+                .iter()
+                .rev()
+                .find(|m| m.key == "name")
+            {
+                Some(m) => name_of(m.text)
+                    .map_err(|()| format!("spec.{key}[{index}].name: expected a string"))?,
+                None => None,
+            };
+            list.raw.push(&c.text[start..c.i]);
+            list.spans.push(span);
+            list.names.push(name);
+            c.separator();
+        }
+        c.i += 1; // the `]`
+        Ok(list)
     }
 
     /// Number of containers as received.
@@ -158,10 +184,11 @@ impl<'a> ContainerList<'a> {
             .unwrap_or("")
     }
 
-    /// The containers as received, split into members on the first call.
-    pub fn containers(&self) -> &[RawContainer<'a>] {
-        self.read
-            .get_or_init(|| self.raw.iter().map(|r| RawContainer::read(r)).collect())
+    /// The containers as received, in order.
+    pub fn iter(&self) -> impl Iterator<Item = RawContainer<'_>> + '_ {
+        self.spans.iter().map(|span| RawContainer {
+            members: &self.members[span.clone()],
+        })
     }
 
     /// The container at `index` as received, parsed whole (`null` past the end).
@@ -408,21 +435,6 @@ impl<'a> Cursor<'a> {
         self.i += 1; // the `}`
         Some(Ok(()))
     }
-
-    /// The element texts of the array at the cursor; `None` (nothing consumed) when it is not an array.
-    fn array(&mut self) -> Option<Vec<&'a str>> {
-        if self.peek() != Some(b'[') {
-            return None;
-        }
-        self.i += 1;
-        let mut out = Vec::new();
-        while self.peek().is_some_and(|b| b != b']') {
-            out.push(self.value());
-            self.separator();
-        }
-        self.i += 1; // the `]`
-        Some(out)
-    }
 }
 
 fn value(text: &str) -> Result<Value, String> {
@@ -435,15 +447,6 @@ fn kept_value(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
-fn list_parts<'a>(key: &str, c: &mut Cursor<'a>) -> Result<ListParts<'a>, String> {
-    if c.null() {
-        return Ok((Presence::Null, Vec::new()));
-    }
-    c.array()
-        .map(|raw| (Presence::List, raw))
-        .ok_or_else(|| format!("spec.{key}: expected a list of objects"))
-}
-
 impl<'a> RawPod<'a> {
     /// Reads the pod of a request (a [`RawValue`], so known to be valid JSON).
     ///
@@ -452,7 +455,8 @@ impl<'a> RawPod<'a> {
     /// not a list of objects with string names.
     pub fn parse(raw: &'a RawValue) -> Result<Self, String> {
         let mut top = Map::new();
-        let mut lists = (ABSENT, ABSENT);
+        let absent = |key| ContainerList::new(key, Presence::Absent);
+        let mut lists = (absent("initContainers"), absent("containers"));
         let mut spec_raw = Vec::new();
         let mut cursor = Cursor {
             text: raw.get(),
@@ -464,7 +468,7 @@ impl<'a> RawPod<'a> {
                     top.insert(key.into_owned(), value(c.value())?);
                     return Ok(());
                 }
-                lists = (ABSENT, ABSENT);
+                lists = (absent("initContainers"), absent("containers"));
                 spec_raw.clear();
                 if c.null() {
                     top.insert("spec".into(), Value::Null);
@@ -473,8 +477,8 @@ impl<'a> RawPod<'a> {
                 let mut fields = Map::new();
                 c.object(|c, key| {
                     match &*key {
-                        "initContainers" => lists.0 = list_parts(&key, c)?,
-                        "containers" => lists.1 = list_parts(&key, c)?,
+                        "initContainers" => lists.0 = ContainerList::read("initContainers", c)?,
+                        "containers" => lists.1 = ContainerList::read("containers", c)?,
                         k if SPEC_FIELDS.contains(&k) => {
                             fields.insert(key.into_owned(), value(c.value())?);
                         }
@@ -492,8 +496,8 @@ impl<'a> RawPod<'a> {
         Ok(Self {
             pod: Value::Object(top),
             spec_raw,
-            init_containers: ContainerList::new("initContainers", lists.0)?,
-            containers: ContainerList::new("containers", lists.1)?,
+            init_containers: lists.0,
+            containers: lists.1,
         })
     }
 
@@ -674,11 +678,12 @@ mod tests {
             names,
             ["plain", "later", "esc\"aped", "xA", "spaced", "", ""]
         );
-        assert_eq!(
-            leading_name(r#"{"name":"a\"b"}"#),
-            None,
-            "an escape goes to the full read"
+        assert!(
+            matches!(doc.containers.names[0], Some(Cow::Borrowed(_))),
+            "a plain name is borrowed"
         );
+        let text = r#"{"spec": {"containers": [{"name": "first", "name": "last"}]}}"#;
+        assert_eq!(RawPod::parse_str(text).unwrap().containers.name(0), "last");
     }
 
     #[test]
@@ -705,16 +710,21 @@ mod tests {
             json!({"spec": {"containers": [{"name": "a", "env": [{"name": "E", "value": "1"}]}]}});
         let text = pod.to_string();
         let doc = RawPod::parse_str(&text).unwrap();
-        assert!(doc.containers.read.get().is_none());
-        let container = &doc.containers.containers()[0];
-        assert!(container.members.iter().all(|(_, _, v)| v.get().is_none()));
+        assert!(
+            doc.containers
+                .members
+                .iter()
+                .all(|m| m.value.get().is_none())
+        );
+        let container = doc.containers.iter().next().unwrap();
         assert_eq!(container.list("env").next().unwrap()["value"], "1");
-        let name = container
+        let name = doc
+            .containers
             .members
             .iter()
-            .find(|(k, ..)| k == "name")
+            .find(|m| m.key == "name")
             .unwrap();
-        assert!(name.2.get().is_none(), "the name is not parsed");
+        assert!(name.value.get().is_none(), "the name is not parsed");
         assert_eq!(doc.containers.value(0), pod["spec"]["containers"][0]);
     }
 
@@ -748,7 +758,7 @@ mod tests {
     fn a_member_written_twice_reads_as_its_last_value() {
         let text = r#"{"spec": {"containers": [{"name": "a", "env": [1], "x": {"env": 2}, "env": [{"name": "E"}]}]}}"#;
         let doc = RawPod::parse_str(text).unwrap();
-        let container = &doc.containers.containers()[0];
+        let container = doc.containers.iter().next().unwrap();
         assert_eq!(container.get("env"), Some(&json!([{"name": "E"}])));
         assert_eq!(container.str("name"), "a");
         assert_eq!(container.get("missing"), None);

@@ -66,9 +66,9 @@ pub struct InjectOptions<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct PodContainers<'p> {
     /// `spec.initContainers`.
-    pub init_containers: &'p [RawContainer<'p>],
+    pub init_containers: &'p ContainerList<'p>,
     /// `spec.containers`.
-    pub containers: &'p [RawContainer<'p>],
+    pub containers: &'p ContainerList<'p>,
 }
 
 /// Applies `resourcesPolicy` (§5) to a sidecar container, given the names of every container of every matched
@@ -281,7 +281,7 @@ fn env_name(e: &Value) -> &str {
     e.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
-fn is_injected_sidecar(c: &RawContainer<'_>) -> bool {
+fn is_injected_sidecar(c: RawContainer<'_>) -> bool {
     c.list("env").any(|e| {
         env_name(e) == IS_INJECTED && e.get("value").and_then(Value::as_str) == Some("true")
     })
@@ -311,10 +311,10 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
 }
 
 /// The mounts of the app containers to share, and the envs their subPathExprs reference (§4.6 step 5.3).
-fn shared_mounts(containers: &[RawContainer<'_>]) -> (Vec<Value>, Vec<Value>) {
+fn shared_mounts(containers: &ContainerList<'_>) -> (Vec<Value>, Vec<Value>) {
     let mut mounts = Vec::new();
     let mut envs: Vec<Value> = Vec::new();
-    for c in containers.iter().filter(|c| !is_injected_sidecar(c)) {
+    for c in containers.iter().filter(|c| !is_injected_sidecar(*c)) {
         for m in c.list("volumeMounts") {
             mounts.push(m.clone());
             let expr = m.get("subPathExpr").and_then(Value::as_str).unwrap_or("");
@@ -332,7 +332,7 @@ fn shared_mounts(containers: &[RawContainer<'_>]) -> (Vec<Value>, Vec<Value>) {
 fn transfer_envs(
     sidecar: &SidecarContainer,
     pod: &Value,
-    containers: &[RawContainer<'_>],
+    containers: &ContainerList<'_>,
 ) -> Vec<Value> {
     let mut out = Vec::new();
     for t in &sidecar.view.transfer_env {
@@ -443,21 +443,21 @@ fn build_container<'s>(
     let mut c = sidecar.as_pod_container();
     if sidecar.view.resources_policy.is_some() {
         let containers = PodContainers {
-            init_containers: source.init_containers.containers(),
-            containers: source.containers.containers(),
+            init_containers: source.init_containers,
+            containers: source.containers,
         };
         resources_policy(sidecar, &mut c, all_sidecar_names, containers)
             .map_err(InjectError::ResourcesPolicy)?;
     }
     let (shared, subpath_envs) = if sidecar.view.share_volume_policy.enabled() {
-        shared_mounts(source.containers.containers())
+        shared_mounts(source.containers)
     } else {
         (Vec::new(), Vec::new())
     };
     let transfer = if sidecar.view.transfer_env.is_empty() {
         Vec::new()
     } else {
-        transfer_envs(sidecar, source.pod, source.containers.containers())
+        transfer_envs(sidecar, source.pod, source.containers)
     };
     let transfer = dedup_by_name(transfer, subpath_envs);
 
@@ -526,9 +526,8 @@ fn build_container<'s>(
         let mut added = Vec::new();
         for d in source
             .containers
-            .containers()
             .iter()
-            .filter(|c| !is_injected_sidecar(c))
+            .filter(|c| !is_injected_sidecar(*c))
             .flat_map(|c| c.list("volumeDevices"))
         {
             if used.insert(str_field(d, "devicePath").to_owned()) {

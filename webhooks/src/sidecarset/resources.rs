@@ -295,7 +295,7 @@ fn target_containers(
         .init_containers
         .iter()
         .filter(|c| c.str("restartPolicy") == "Always");
-    for c in init.chain(pod.containers) {
+    for c in init.chain(pod.containers.iter()) {
         let name = c.str("name");
         if !sidecars.contains(name) && pattern.is_match(name) {
             targets.push(Target::from_json(c.get("resources"), name)?);

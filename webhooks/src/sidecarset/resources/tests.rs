@@ -292,8 +292,8 @@ fn with_containers<T>(pod: &Value, f: impl FnOnce(PodContainers<'_>) -> T) -> T 
     let text = pod.to_string();
     let doc = RawPod::parse_str(&text).unwrap();
     f(PodContainers {
-        init_containers: doc.init_containers.containers(),
-        containers: doc.containers.containers(),
+        init_containers: &doc.init_containers,
+        containers: &doc.containers,
     })
 }
 
