@@ -320,6 +320,24 @@ fn next_quote_or_backslash(b: &[u8], from: usize) -> usize {
         .map_or(b.len(), |p| j + p)
 }
 
+/// The index just past the string whose opening quote is at `open`, and whether it has an escape.
+#[inline]
+fn string_end(b: &[u8], open: usize) -> (usize, bool) {
+    let mut j = open + 1;
+    let mut escaped = false;
+    loop {
+        j = next_quote_or_backslash(b, j);
+        match b.get(j) {
+            Some(b'\\') => {
+                escaped = true;
+                j += 2;
+            }
+            Some(_) => return (j + 1, escaped),
+            None => return (b.len(), escaped),
+        }
+    }
+}
+
 /// Structural reading of text already known to be valid JSON (it came out of a [`RawValue`]): where values
 /// start and end, in one pass, without building them.
 struct Cursor<'a> {
@@ -340,57 +358,45 @@ impl<'a> Cursor<'a> {
         b.get(self.i).copied()
     }
 
-    /// Moves past the string whose opening quote is at the cursor.
-    fn skip_string(&mut self) {
-        let b = self.bytes();
-        let mut j = self.i + 1;
-        while j < b.len() {
-            j = next_quote_or_backslash(b, j);
-            match b.get(j) {
-                Some(b'\\') => j += 2,
-                _ => break,
-            }
-        }
-        self.i = (j + 1).min(b.len());
-    }
-
     /// Moves past one value and returns its text.
     fn value(&mut self) -> &'a str {
-        let first = self.peek();
-        let start = self.i;
+        self.peek();
         let b = self.bytes();
-        match first {
-            Some(b'"') => self.skip_string(),
+        let start = self.i;
+        let mut i = start;
+        match b.get(i) {
+            Some(b'"') => i = string_end(b, i).0,
             Some(b'{' | b'[') => {
                 let mut depth = 0usize;
-                while self.i < b.len() {
-                    match b[self.i] {
+                while let Some(&c) = b.get(i) {
+                    match c {
                         b'"' => {
-                            self.skip_string();
+                            i = string_end(b, i).0;
                             continue;
                         }
                         b'{' | b'[' => depth += 1,
                         b'}' | b']' => {
                             depth -= 1;
                             if depth == 0 {
-                                self.i += 1;
+                                i += 1;
                                 break;
                             }
                         }
                         _ => {}
                     }
-                    self.i += 1;
+                    i += 1;
                 }
             }
             _ => {
-                while self.i < b.len()
-                    && !matches!(b[self.i], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
-                {
-                    self.i += 1;
+                while b.get(i).is_some_and(|c| {
+                    !matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+                }) {
+                    i += 1;
                 }
             }
         }
-        &self.text[start..self.i]
+        self.i = i;
+        &self.text[start..i]
     }
 
     /// Consumes a `null` if that is what comes next.
@@ -420,9 +426,12 @@ impl<'a> Cursor<'a> {
         }
         self.i += 1;
         while self.peek() == Some(b'"') {
-            let raw_key = self.value();
+            let start = self.i;
+            let (end, escaped) = string_end(self.bytes(), start);
+            self.i = end;
+            let raw_key = &self.text[start..end];
             let key = match raw_key.get(1..raw_key.len() - 1) {
-                Some(k) if !k.contains('\\') => Cow::Borrowed(k),
+                Some(k) if !escaped => Cow::Borrowed(k),
                 _ => Cow::Owned(serde_json::from_str(raw_key).unwrap_or_default()),
             };
             self.peek();
