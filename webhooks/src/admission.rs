@@ -15,6 +15,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::WebhookError;
+use crate::patch::write_str;
 use crate::verdict::{Decision, Verdict};
 
 /// `admission.k8s.io/v1`.
@@ -401,7 +402,8 @@ impl AdmissionResponse {
     }
 }
 
-/// Appends `value` as JSON (strings, bools, numbers and maps of them: serialising cannot fail).
+/// Appends `value` as JSON (strings, numbers and maps of them: serialising cannot fail); plain strings go
+/// through [`write_str`].
 fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
@@ -417,11 +419,11 @@ pub fn encode_review(api_version: Option<&str>, response: &AdmissionResponse) ->
     out.push(b'{');
     if let Some(version) = api_version {
         out.extend_from_slice(b"\"apiVersion\":");
-        write_json(&mut out, &version);
+        write_str(&mut out, version);
         out.extend_from_slice(b",\"kind\":\"AdmissionReview\",");
     }
     out.extend_from_slice(b"\"response\":{\"uid\":");
-    write_json(&mut out, &response.uid);
+    write_str(&mut out, &response.uid);
     out.extend_from_slice(if response.allowed {
         b",\"allowed\":true"
     } else {
@@ -433,11 +435,11 @@ pub fn encode_review(api_version: Option<&str>, response: &AdmissionResponse) ->
     }
     if let Some(patch) = &response.patch {
         out.extend_from_slice(b",\"patch\":");
-        crate::patch::write_str(&mut out, patch);
+        write_str(&mut out, patch);
     }
     if let Some(patch_type) = &response.patch_type {
         out.extend_from_slice(b",\"patchType\":");
-        write_json(&mut out, patch_type);
+        write_str(&mut out, patch_type);
     }
     if !response.warnings.is_empty() {
         out.extend_from_slice(b",\"warnings\":");

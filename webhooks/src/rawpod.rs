@@ -96,15 +96,19 @@ impl<'l> RawContainer<'l> {
     }
 }
 
-/// A container's name from the text of its `name` member: a string without escapes is borrowed.
-fn name_of<'a>(text: &'a str) -> Result<Option<Cow<'a, str>>, ()> {
+/// The text of a JSON string literal: borrowed when it has no escape, decoded otherwise (`None` when it is
+/// not a string literal).
+fn unquote(literal: &str, escaped: bool) -> Option<Cow<'_, str>> {
+    match literal.get(1..literal.len().saturating_sub(1)) {
+        Some(inner) if !escaped && literal.starts_with('"') => Some(Cow::Borrowed(inner)),
+        _ => serde_json::from_str(literal).ok().map(Cow::Owned),
+    }
+}
+
+/// A container's name from the text of its `name` member: a string, or `null` for none.
+fn name_of(text: &str) -> Result<Option<Cow<'_, str>>, ()> {
     match text.as_bytes().first() {
-        Some(b'"') => match text.get(1..text.len() - 1) {
-            Some(inner) if !inner.contains('\\') => Ok(Some(Cow::Borrowed(inner))),
-            _ => serde_json::from_str::<String>(text)
-                .map(|n| Some(Cow::Owned(n)))
-                .map_err(|_| ()),
-        },
+        Some(b'"') => unquote(text, text.contains('\\')).map(Some).ok_or(()),
         Some(b'n') => Ok(None),
         _ => Err(()),
     }
@@ -429,11 +433,7 @@ impl<'a> Cursor<'a> {
             let start = self.i;
             let (end, escaped) = string_end(self.bytes(), start);
             self.i = end;
-            let raw_key = &self.text[start..end];
-            let key = match raw_key.get(1..raw_key.len() - 1) {
-                Some(k) if !escaped => Cow::Borrowed(k),
-                _ => Cow::Owned(serde_json::from_str(raw_key).unwrap_or_default()),
-            };
+            let key = unquote(&self.text[start..end], escaped).unwrap_or_default();
             self.peek();
             self.i += 1; // the `:`
             if let Err(e) = each(self, key) {

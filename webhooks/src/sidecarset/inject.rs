@@ -373,9 +373,7 @@ fn field_ref_value(pod: &Value, path: &str) -> Option<String> {
         ("metadata.labels['", "labels"),
     ] {
         if let Some(key) = path.strip_prefix(prefix).and_then(|k| k.strip_suffix("']")) {
-            let value = pod
-                .get("metadata")
-                .and_then(|m| m.get(field))
+            let value = at(pod, &["metadata", field])
                 .and_then(|m| m.get(key.to_lowercase().as_str()).or(m.get(key)));
             return Some(value.and_then(Value::as_str).unwrap_or("").to_owned());
         }
@@ -421,14 +419,14 @@ fn list_mut<'c>(c: &'c mut Map<String, Value>, key: &str) -> &'c mut Vec<Value> 
     }
 }
 
+/// The elements of a container's list member `key` (none when absent or not a list).
+fn list_of<'c>(c: &'c Map<String, Value>, key: &str) -> impl Iterator<Item = &'c Value> {
+    c.get(key).and_then(Value::as_array).into_iter().flatten()
+}
+
 /// The string fields `key` of a container's list member `list`.
 fn fields<'c>(c: &'c Map<String, Value>, list: &str, key: &str) -> Vec<&'c str> {
-    c.get(list)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|m| str_field(m, key))
-        .collect()
+    list_of(c, list).map(|m| str_field(m, key)).collect()
 }
 
 /// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; returns the container JSON and
@@ -476,20 +474,10 @@ fn build_container<'s>(
         .as_ref()
         .is_some_and(|p| p.enabled());
     if !shared.is_empty() || share_devices {
-        for m in c
-            .get("volumeMounts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for m in list_of(&c, "volumeMounts") {
             used.insert(str_field(m, "mountPath").to_owned());
         }
-        for d in c
-            .get("volumeDevices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for d in list_of(&c, "volumeDevices") {
             let path = str_field(d, "mountPath");
             used.insert(
                 if path.is_empty() {
