@@ -22,6 +22,7 @@ pub mod pod;
 pub mod quantity;
 pub mod rawpod;
 pub mod registry;
+mod scan;
 pub mod selector;
 pub mod sidecarset;
 pub mod verdict;

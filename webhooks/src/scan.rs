@@ -1,0 +1,105 @@
+//! Searches over JSON text eight bytes at a time (SWAR: one `u64` per step, no `unsafe`, no target
+//! features): the string scans of the raw-pod reader and of the JSON writer.
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `w` that is zero; exact for the lowest such byte (a borrow only runs
+/// upwards, from a byte that is itself a hit).
+#[inline]
+fn zero_bytes(w: u64) -> u64 {
+    w.wrapping_sub(ONES) & !w & HIGHS
+}
+
+/// High bit set in each byte of `w` equal to `c`; exact for the lowest such byte.
+#[inline]
+fn bytes_equal(w: u64, c: u8) -> u64 {
+    zero_bytes(w ^ (ONES * u64::from(c)))
+}
+
+/// High bit set in each byte of `w` below 0x20 (a control character); exact for the lowest such byte.
+/// Bytes of 0x80 and above are never hits: `!w` clears their high bit.
+#[inline]
+fn control_bytes(w: u64) -> u64 {
+    w.wrapping_sub(ONES * 0x20) & !w & HIGHS
+}
+
+/// The index of the first byte of `b` at or after `from` for which `hits` flags the word it starts
+/// (lowest flagged byte) or, in the last partial word, `is_hit` holds; `b.len()` when none.
+#[inline(always)]
+fn first(b: &[u8], from: usize, hits: impl Fn(u64) -> u64, is_hit: impl Fn(u8) -> bool) -> usize {
+    let mut j = from;
+    while let Some(chunk) = b.get(j..j + 8) {
+        let found = hits(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
+        if found != 0 {
+            return j + (found.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    b.get(j..)
+        .and_then(|rest| rest.iter().position(|&c| is_hit(c)))
+        .map_or(b.len(), |p| j + p)
+}
+
+/// The index of the first `"` or `\` in `b` at or after `from` (`b.len()` when none).
+pub(crate) fn quote_or_backslash(b: &[u8], from: usize) -> usize {
+    first(
+        b,
+        from,
+        |w| bytes_equal(w, b'"') | bytes_equal(w, b'\\'),
+        |c| c == b'"' || c == b'\\',
+    )
+}
+
+/// The index of the first byte serde_json escapes in a string (`"`, `\`, a control character) in `b` at
+/// or after `from` (`b.len()` when none).
+pub(crate) fn json_escape(b: &[u8], from: usize) -> usize {
+    first(
+        b,
+        from,
+        |w| bytes_equal(w, b'"') | bytes_equal(w, b'\\') | control_bytes(w),
+        |c| c == b'"' || c == b'\\' || c < 0x20,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Search = fn(&[u8], usize) -> usize;
+
+    /// Every search, on texts of every length up to 20 with one stop at every offset, from every start:
+    /// the bytes before the stop are near misses (one bit off a stop, 0x20, 0x7F, non-ASCII).
+    #[test]
+    fn stops_are_found_at_every_offset_and_near_misses_are_not_stops() {
+        let cases: [(Search, &[u8], &[u8]); 2] = [
+            (quote_or_backslash, b"\"\\", b"#]\x02\x1f\xe2\xa2\x5d"),
+            (
+                json_escape,
+                b"\"\\\x00\x01\x08\x0a\x1f",
+                b"#] \x7f\xe2\xa2\x80\xff\x5d\x9f",
+            ),
+        ];
+        for (search, stops, near) in cases {
+            for &stop in stops {
+                for len in 0..20 {
+                    for at in 0..=len {
+                        let mut text: Vec<u8> = (0..len).map(|i| near[i % near.len()]).collect();
+                        if at < len {
+                            text[at] = stop;
+                        }
+                        for from in 0..=at {
+                            assert_eq!(search(&text, from), at, "{text:?} from {from}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_start_past_the_end_finds_nothing() {
+        assert_eq!(quote_or_backslash(b"ab", 2), 2);
+        assert_eq!(json_escape(b"ab", 5), 2);
+    }
+}
