@@ -37,16 +37,6 @@ struct Outcome {
     p99: Duration,
 }
 
-fn client(ca_pem: &str) -> reqwest::Client {
-    // Used once, to learn the answer the baseline replays.
-    let tls = client_config(ca_pem.as_bytes(), &[b"http/1.1"]).unwrap();
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap()
-}
-
 /// One keep-alive HTTP/1.1 connection over TLS, as the kube-apiserver holds to a webhook: the request is
 /// written whole (head and body in one write) and the answer read whole, by its Content-Length. A minimal
 /// client on purpose: it shares the two cores with the server, and what it spends is not the server's.
@@ -69,8 +59,8 @@ impl Connection {
         })
     }
 
-    /// Sends `request` (head and body) and reads the answer: Ok(status) once the whole body is in.
-    async fn exchange(&mut self, request: &[u8]) -> std::io::Result<u16> {
+    /// Sends `request` (head and body) and reads the answer: its status and body, once the whole body is in.
+    async fn exchange(&mut self, request: &[u8]) -> std::io::Result<(u16, &[u8])> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let bad =
             |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
@@ -109,7 +99,7 @@ impl Connection {
                 })
                 .ok_or_else(|| bad("answer without Content-Length"))?;
             if self.buf.len() >= end + length {
-                return Ok(status);
+                return Ok((status, &self.buf[end..end + length]));
             }
         }
     }
@@ -126,8 +116,12 @@ fn wire_request(path: &str, body: &[u8]) -> Vec<u8> {
     request
 }
 
-async fn drive(port: u16, request: Arc<Vec<u8>>, ca_pem: &str, load: &Load) -> Outcome {
-    let tls = Arc::new(client_config(ca_pem.as_bytes(), &[b"http/1.1"]).unwrap());
+async fn drive(
+    port: u16,
+    request: Arc<Vec<u8>>,
+    tls: Arc<rustls::ClientConfig>,
+    load: &Load,
+) -> Outcome {
     let mut tasks = Vec::new();
     let start = Instant::now();
     let measure_from = start + load.warmup;
@@ -150,7 +144,7 @@ async fn drive(port: u16, request: Arc<Vec<u8>>, ca_pem: &str, load: &Load) -> O
                 };
                 let ok = match ok {
                     Ok(mut c) => {
-                        let answered = matches!(c.exchange(&request).await, Ok(200));
+                        let answered = matches!(c.exchange(&request).await, Ok((200, _)));
                         if answered {
                             connection = Some(c);
                         }
@@ -245,19 +239,13 @@ fn main() {
 
         // The baseline: same rustls config and certificate, a handler that answers a constant: the bytes our
         // server answers this request with, so both runs move the same bytes and the gap is the handler.
-        let answer: &'static [u8] = Vec::leak(
-            client(&ca)
-                .post(format!("https://localhost:{}{path}", server.tls_addr().port()))
-                .header("content-type", "application/json")
-                .body(body.to_vec())
-                .send()
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap()
-                .to_vec(),
-        );
+        let request = Arc::new(wire_request(&path, &body));
+        let tls = Arc::new(client_config(ca.as_bytes(), &[b"http/1.1"]).unwrap());
+        let mut first = Connection::open(server.tls_addr().port(), tls.clone()).await.unwrap();
+        let (status, answer) = first.exchange(&request).await.unwrap();
+        assert_eq!(status, 200, "our server answers the request");
+        let answer: &'static [u8] = Vec::leak(answer.to_vec());
+        drop(first);
         let store = Arc::new(CertStore::default());
         store
             .install(&std::fs::read(dir.path().join("tls.crt")).unwrap(), &std::fs::read(dir.path().join("tls.key")).unwrap())
@@ -284,10 +272,9 @@ fn main() {
             body.len(),
             answer.len()
         );
-        let request = Arc::new(wire_request(&path, &body));
-        let ours = drive(server.tls_addr().port(), request.clone(), &ca, &load).await;
+        let ours = drive(server.tls_addr().port(), request.clone(), tls.clone(), &load).await;
         report("kruise-webhook", &ours);
-        let baseline = drive(noop_addr.port(), request, &ca, &load).await;
+        let baseline = drive(noop_addr.port(), request, tls, &load).await;
         report("no-op rustls/axum handler", &baseline);
         handle.shutdown();
         server.shutdown().await.unwrap();

@@ -22,10 +22,7 @@ pub(crate) fn go_escaped(json: String) -> String {
 
 /// `<`, `>`, `&`, or a byte that may start U+2028 / U+2029.
 fn needs_go_escape(json: &str) -> bool {
-    // A fold without early exit: the compiler vectorizes it, and the answer is almost always no.
-    json.bytes().fold(false, |found, b| {
-        found | matches!(b, b'<' | b'>' | b'&' | 0xE2)
-    })
+    crate::scan::any(json.as_bytes(), |b| matches!(b, b'<' | b'>' | b'&' | 0xE2))
 }
 
 fn escape_slow(json: &str) -> String {

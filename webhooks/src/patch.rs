@@ -4,6 +4,8 @@ use json_patch::jsonptr::{PointerBuf, Token};
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value};
 
+use crate::scan;
+
 /// One step of the path being compared.
 #[derive(Clone, Copy)]
 enum Step<'a> {
@@ -202,14 +204,6 @@ static ESCAPE: [u8; 256] = {
     table
 };
 
-/// Whether serde_json would escape something in `s`: a quote, a backslash or a control character.
-fn needs_json_escape(s: &[u8]) -> bool {
-    // A fold without early exit: the compiler vectorizes it, and the answer is almost always no.
-    s.iter().fold(false, |found, &b| {
-        found | (b < 0x20) | (b == b'"') | (b == b'\\')
-    })
-}
-
 /// Appends `s` as a JSON string, as serde_json writes it: `\"`, `\\`, the short escapes of backspace, form
 /// feed, newline, carriage return and tab, `\u00xx` (lower-case hex) for other control characters. Runs
 /// without escapes are found eight bytes at a time and copied whole.
@@ -218,14 +212,14 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     // Long strings (the base64 patch) are checked in one pass the compiler vectorizes, then copied whole.
-    if bytes.len() >= 64 && !needs_json_escape(bytes) {
+    if bytes.len() >= 64 && !scan::any(bytes, scan::is_json_escape) {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;
     }
     let mut start = 0;
     loop {
-        let at = crate::scan::json_escape(bytes, start);
+        let at = scan::json_escape(bytes, start);
         out.extend_from_slice(&bytes[start..at]);
         let Some(&b) = bytes.get(at) else { break };
         let escape = ESCAPE[usize::from(b)];

@@ -66,6 +66,12 @@ struct Member<'a> {
     value: OnceCell<Value>,
 }
 
+/// The member `key` of a container's members (the last one when the key is written twice, as decoding
+/// does).
+fn member<'m, 'a>(members: &'m [Member<'a>], key: &str) -> Option<&'m Member<'a>> {
+    members.iter().rev().find(|m| m.key == key)
+}
+
 /// One container as received (see [`ContainerList::iter`]).
 #[derive(Debug, Clone, Copy)]
 pub struct RawContainer<'l> {
@@ -75,11 +81,7 @@ pub struct RawContainer<'l> {
 impl<'l> RawContainer<'l> {
     /// The member `key` (the last one when the key is written twice, as decoding does).
     pub fn get(self, key: &str) -> Option<&'l Value> {
-        self.members
-            .iter()
-            .rev()
-            .find(|m| m.key == key)
-            .map(|m| m.value.get_or_init(|| kept_value(m.text)))
+        member(self.members, key).map(|m| m.value.get_or_init(|| kept_value(m.text)))
     }
 
     /// The string member `key`, `""` when absent or not a string.
@@ -152,11 +154,7 @@ impl<'a> ContainerList<'a> {
             })
             .ok_or_else(|| format!("spec.{key}[{index}]: expected an object"))??;
             let span = first..list.members.len();
-            let name = match list.members[span.clone()]
-                .iter()
-                .rev()
-                .find(|m| m.key == "name")
-            {
+            let name = match member(&list.members[span.clone()], "name") {
                 Some(m) => name_of(m.text)
                     .map_err(|()| format!("spec.{key}[{index}].name: expected a string"))?,
                 None => None,

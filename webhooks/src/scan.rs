@@ -51,15 +51,28 @@ pub(crate) fn quote_or_backslash(b: &[u8], from: usize) -> usize {
     )
 }
 
-/// The index of the first byte serde_json escapes in a string (`"`, `\`, a control character) in `b` at
-/// or after `from` (`b.len()` when none).
+/// Whether serde_json escapes `c` in a string: `"`, `\`, a control character.
+#[inline]
+pub(crate) fn is_json_escape(c: u8) -> bool {
+    c == b'"' || c == b'\\' || c < 0x20
+}
+
+/// The index of the first byte serde_json escapes in a string ([`is_json_escape`]) in `b` at or after
+/// `from` (`b.len()` when none).
 pub(crate) fn json_escape(b: &[u8], from: usize) -> usize {
     first(
         b,
         from,
         |w| bytes_equal(w, b'"') | bytes_equal(w, b'\\') | control_bytes(w),
-        |c| c == b'"' || c == b'\\' || c < 0x20,
+        is_json_escape,
     )
+}
+
+/// Whether any byte of `b` satisfies `is_hit`, for long texts where the answer is almost always no: a
+/// fold without early exit, which the compiler vectorizes.
+#[inline(always)]
+pub(crate) fn any(b: &[u8], is_hit: impl Fn(u8) -> bool) -> bool {
+    b.iter().fold(false, |found, &c| found | is_hit(c))
 }
 
 #[cfg(test)]
