@@ -35,31 +35,15 @@ pub struct PodContext<'a> {
     pub kruise_namespace: &'a str,
 }
 
-/// Checks the shape the chain edits, as decoding into a Pod would (a failure is a 400). The container lists
-/// were checked by [`RawPod::parse`].
+/// Checks the shape the chain edits, as decoding into a Pod would (a failure is a 400). `metadata` and
+/// `spec` being objects (or null) and the raw lists were checked by [`RawPod::parse`].
 fn check_shape(pod: &Value) -> Result<(), String> {
-    let obj = pod
-        .as_object()
-        .ok_or("json: cannot unmarshal into Go value of type v1.Pod: not an object")?;
-    for (section, lists) in [
-        ("metadata", &[][..]),
-        (
-            "spec",
-            &["volumes", "readinessGates", "imagePullSecrets"][..],
-        ),
-    ] {
-        let Some(v) = obj.get(section) else { continue };
-        if v.is_null() {
-            continue;
-        }
-        let section_obj = v
-            .as_object()
-            .ok_or_else(|| format!("{section}: expected an object"))?;
-        for list in lists {
-            match section_obj.get(*list) {
+    if let Some(spec) = pod.get("spec").and_then(Value::as_object) {
+        for list in ["readinessGates", "imagePullSecrets"] {
+            match spec.get(list) {
                 None | Some(Value::Null) => {}
                 Some(Value::Array(items)) if items.iter().all(Value::is_object) => {}
-                Some(_) => return Err(format!("{section}.{list}: expected a list of objects")),
+                Some(_) => return Err(format!("spec.{list}: expected a list of objects")),
             }
         }
     }

@@ -1,16 +1,19 @@
 //! A pod as the request carries it, parsed for the mutating chain.
 //!
-//! Everything is a `serde_json::Value` except the elements of `spec.containers` and `spec.initContainers`,
-//! which stay raw JSON borrowed from the request, split into members in the same pass, each member parsed
-//! when a step first reads it ([`ContainerList::iter`], [`RawContainer::get`]), and
-//! the spec fields no step of the chain reads or writes: only those of [`SPEC_FIELDS`] are in
-//! [`RawPod::pod`]; the others (tolerations, affinity, scalars, …) are kept as text, untouched, and come back
-//! in [`RawPod::to_value`]. A step that needs another spec field adds it to [`SPEC_FIELDS`]. Those parts are
-//! most of a pod's bytes, and injection usually needs only the container names, so a pod create neither
-//! builds, clones, diffs nor frees them. A step that changes a list says so with [`ContainerList::set`]: the
-//! new list as original elements (by index) and new ones. The patch ([`RawPod::into_patch`]) is a diff of
-//! the rest of the pod plus, per list, removals and insertions that leave untouched containers byte for
-//! byte as they came, unknown fields included.
+//! Everything is a `serde_json::Value` except
+//! - the elements of `spec.containers`, `spec.initContainers` and `spec.volumes` ([`RawList`]), which stay
+//!   raw JSON borrowed from the request, split into members in the same pass, each member parsed when a
+//!   step first reads it ([`RawList::iter`], [`RawContainer::get`]);
+//! - the members of `metadata` and `spec` no step of the chain reads or writes: only those of
+//!   [`METADATA_FIELDS`] and [`SPEC_FIELDS`] are in [`RawPod::pod`]; the others (managedFields, tolerations,
+//!   affinity, scalars, …) are kept as text, untouched, and come back in [`RawPod::to_value`]. A step that
+//!   needs another field adds it to those lists.
+//!
+//! Those parts are most of a pod's bytes, and injection usually needs only the container and volume names,
+//! so a pod create neither builds, clones, diffs nor frees them. A step that changes a list says so with
+//! [`RawList::set`]: the new list as original elements (by index) and new ones. The patch
+//! ([`RawPod::into_patch`]) is a diff of the rest of the pod plus, per list, removals and insertions that
+//! leave untouched elements byte for byte as they came, unknown fields included.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -43,9 +46,9 @@ pub enum Item {
     New(Value),
 }
 
-/// `spec.containers` or `spec.initContainers` of the pod.
+/// `spec.containers`, `spec.initContainers` or `spec.volumes` of the pod: a list of named objects.
 #[derive(Debug)]
-pub struct ContainerList<'a> {
+pub struct RawList<'a> {
     key: &'static str,
     presence: Presence,
     /// Each container's text.
@@ -72,7 +75,7 @@ fn member<'m, 'a>(members: &'m [Member<'a>], key: &str) -> Option<&'m Member<'a>
     members.iter().rev().find(|m| m.key == key)
 }
 
-/// One container as received (see [`ContainerList::iter`]).
+/// One container as received (see [`RawList::iter`]).
 #[derive(Debug, Clone, Copy)]
 pub struct RawContainer<'l> {
     members: &'l [Member<'l>],
@@ -116,7 +119,7 @@ fn name_of(text: &str) -> Result<Option<Cow<'_, str>>, ()> {
     }
 }
 
-impl<'a> ContainerList<'a> {
+impl<'a> RawList<'a> {
     fn new(key: &'static str, presence: Presence) -> Self {
         Self {
             key,
@@ -282,22 +285,43 @@ pub fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
     path.iter().try_fold(value, |v, key| v.get(key))
 }
 
-/// The spec fields the chain's steps read or write (besides the container lists), so the ones
-/// [`RawPod::pod`] holds.
-pub const SPEC_FIELDS: &[&str] = &["volumes", "imagePullSecrets", "readinessGates"];
+/// The metadata fields the chain's steps read or write, so the ones [`RawPod::pod`] holds.
+pub const METADATA_FIELDS: &[&str] = &[
+    "name",
+    "namespace",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "deletionTimestamp",
+];
 
-/// The pod of a request: [`RawPod::pod`] holds everything but the two container lists and the spec fields
-/// outside [`SPEC_FIELDS`].
+/// The spec fields the chain's steps read or write (besides the lists kept raw), so the ones
+/// [`RawPod::pod`] holds.
+pub const SPEC_FIELDS: &[&str] = &["imagePullSecrets", "readinessGates"];
+
+/// A member of `metadata` or `spec` outside [`METADATA_FIELDS`] / [`SPEC_FIELDS`], as text.
+#[derive(Debug)]
+struct Kept<'a> {
+    section: &'static str,
+    key: String,
+    text: &'a str,
+}
+
+/// The pod of a request: [`RawPod::pod`] holds everything but the three lists and the members of `metadata`
+/// and `spec` outside [`METADATA_FIELDS`] and [`SPEC_FIELDS`].
 #[derive(Debug)]
 pub struct RawPod<'a> {
-    /// The pod without `spec.containers`, `spec.initContainers`, and spec fields outside [`SPEC_FIELDS`].
+    /// The pod without `spec.containers`, `spec.initContainers`, `spec.volumes`, and the members of
+    /// `metadata` and `spec` outside [`METADATA_FIELDS`] and [`SPEC_FIELDS`].
     pub pod: Value,
-    /// The spec fields outside [`SPEC_FIELDS`], as text.
-    spec_raw: Vec<(String, &'a str)>,
+    /// The members of `metadata` and `spec` outside [`METADATA_FIELDS`] and [`SPEC_FIELDS`], in order.
+    kept: Vec<Kept<'a>>,
     /// `spec.initContainers`.
-    pub init_containers: ContainerList<'a>,
+    pub init_containers: RawList<'a>,
     /// `spec.containers`.
-    pub containers: ContainerList<'a>,
+    pub containers: RawList<'a>,
+    /// `spec.volumes`.
+    pub volumes: RawList<'a>,
 }
 
 /// The index just past the string whose opening quote is at `open`, and whether it has an escape.
@@ -445,46 +469,73 @@ impl<'a> RawPod<'a> {
     /// not a list of objects with string names.
     pub fn parse(raw: &'a RawValue) -> Result<Self, String> {
         let mut top = Map::new();
-        let absent = |key| ContainerList::new(key, Presence::Absent);
-        let mut lists = (absent("initContainers"), absent("containers"));
-        let mut spec_raw = Vec::new();
+        let absent = |key| RawList::new(key, Presence::Absent);
+        let mut lists = [
+            absent("initContainers"),
+            absent("containers"),
+            absent("volumes"),
+        ];
+        let mut kept: Vec<Kept<'a>> = Vec::new();
         let mut cursor = Cursor::new(raw.get());
         cursor
             .object(|c, key| {
-                if key != "spec" {
-                    top.insert(key.into_owned(), value(c.value())?);
-                    return Ok(());
+                let (section, fields): (&'static str, &[&str]) = match &*key {
+                    "metadata" => ("metadata", METADATA_FIELDS),
+                    "spec" => ("spec", SPEC_FIELDS),
+                    _ => {
+                        top.insert(key.into_owned(), value(c.value())?);
+                        return Ok(());
+                    }
+                };
+                // A section written twice: the last one stands, as when decoding.
+                kept.retain(|k| k.section != section);
+                if section == "spec" {
+                    lists = [
+                        absent("initContainers"),
+                        absent("containers"),
+                        absent("volumes"),
+                    ];
                 }
-                lists = (absent("initContainers"), absent("containers"));
-                spec_raw.clear();
                 if c.null() {
-                    top.insert("spec".into(), Value::Null);
+                    top.insert(section.into(), Value::Null);
                     return Ok(());
                 }
-                let mut fields = Map::new();
+                let mut parsed = Map::new();
                 c.object(|c, key| {
-                    match &*key {
-                        "initContainers" => lists.0 = ContainerList::read("initContainers", c)?,
-                        "containers" => lists.1 = ContainerList::read("containers", c)?,
-                        k if SPEC_FIELDS.contains(&k) => {
-                            fields.insert(key.into_owned(), value(c.value())?);
-                        }
-                        _ => spec_raw.push((key.into_owned(), c.value())),
+                    let list = match (section, &*key) {
+                        ("spec", "initContainers") => Some(0),
+                        ("spec", "containers") => Some(1),
+                        ("spec", "volumes") => Some(2),
+                        _ => None,
+                    };
+                    if let Some(i) = list {
+                        lists[i] = RawList::read(lists[i].key, c)?;
+                    } else if fields.contains(&&*key) {
+                        parsed.insert(key.into_owned(), value(c.value())?);
+                    } else {
+                        let text = c.value();
+                        kept.push(Kept {
+                            section,
+                            key: key.into_owned(),
+                            text,
+                        });
                     }
                     Ok(())
                 })
-                .ok_or("spec: expected an object")??;
-                top.insert("spec".into(), Value::Object(fields));
+                .ok_or_else(|| format!("{section}: expected an object"))??;
+                top.insert(section.into(), Value::Object(parsed));
                 Ok(())
             })
             .ok_or(
                 "json: cannot unmarshal into Go value of type v1.Pod: expected a pod object",
             )??;
+        let [init_containers, containers, volumes] = lists;
         Ok(Self {
             pod: Value::Object(top),
-            spec_raw,
-            init_containers: lists.0,
-            containers: lists.1,
+            kept,
+            init_containers,
+            containers,
+            volumes,
         })
     }
 
@@ -497,31 +548,29 @@ impl<'a> RawPod<'a> {
         Self::parse(raw)
     }
 
-    /// The whole pod as it stands, container lists included.
+    /// The whole pod as it stands, lists and kept members included.
     pub fn to_value(&self) -> Value {
         let mut pod = self.pod.clone();
-        let lists = [
-            ("initContainers", self.init_containers.current()),
-            ("containers", self.containers.current()),
-        ];
+        let lists = [&self.init_containers, &self.containers, &self.volumes]
+            .map(|l| ("spec", l.key, l.current()));
         // Reversed: with a key written twice, the last one wins, as when reading JSON into a map.
-        let raw = self
-            .spec_raw
+        let kept = self
+            .kept
             .iter()
             .rev()
-            .map(|(k, text)| (k.as_str(), Some(kept_value(text))));
-        for (key, list) in raw.chain(lists) {
-            let Some(list) = list else { continue };
-            if let Some(spec) = pod
-                .as_object_mut()
-                .map(|p| p.entry("spec").or_insert_with(|| Value::Object(Map::new())))
-            {
-                if spec.is_null() {
-                    *spec = Value::Object(Map::new());
+            .map(|k| (k.section, k.key.as_str(), Some(kept_value(k.text))));
+        for (section, key, value) in kept.chain(lists) {
+            let Some(value) = value else { continue };
+            if let Some(section) = pod.as_object_mut().map(|p| {
+                p.entry(section)
+                    .or_insert_with(|| Value::Object(Map::new()))
+            }) {
+                if section.is_null() {
+                    *section = Value::Object(Map::new());
                 }
-                if let Some(spec) = spec.as_object_mut() {
-                    // A raw field a step wrote anyway: the step's value stands.
-                    spec.entry(key).or_insert(list);
+                if let Some(section) = section.as_object_mut() {
+                    // A kept member a step wrote anyway: the step's value stands.
+                    section.entry(key).or_insert(value);
                 }
             }
         }
@@ -530,25 +579,27 @@ impl<'a> RawPod<'a> {
 
     /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
     pub fn into_patch(self, original: &Value) -> Vec<PatchOperation> {
-        // A step that wrote a spec field kept as text is diffed against that field as received.
-        let spec = self.pod.get("spec").and_then(Value::as_object);
-        let collisions: Vec<(String, Value)> = self
-            .spec_raw
-            .iter()
-            .filter(|(k, _)| spec.is_some_and(|s| s.contains_key(k)))
-            .map(|(k, text)| (k.clone(), kept_value(text)))
-            .collect();
-        let mut ops = if collisions.is_empty() {
+        // A step that wrote a member kept as text is diffed against that member as received.
+        let written = |k: &&Kept<'_>| {
+            self.pod
+                .get(k.section)
+                .and_then(Value::as_object)
+                .is_some_and(|s| s.contains_key(&k.key))
+        };
+        let mut ops = if !self.kept.iter().any(|k| written(&k)) {
             patch::diff_owned(original, self.pod)
         } else {
             let mut original = original.clone();
-            if let Some(spec) = original.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.extend(collisions);
+            for k in self.kept.iter().filter(written) {
+                if let Some(section) = original.get_mut(k.section).and_then(Value::as_object_mut) {
+                    section.insert(k.key.clone(), kept_value(k.text));
+                }
             }
             patch::diff_owned(&original, self.pod)
         };
         self.init_containers.into_ops(&mut ops);
         self.containers.into_ops(&mut ops);
+        self.volumes.into_ops(&mut ops);
         ops
     }
 }
@@ -674,21 +725,48 @@ mod tests {
     }
 
     #[test]
-    fn spec_fields_no_step_reads_stay_text_and_written_ones_diff_against_the_request() {
-        let pod = json!({"spec": {"tolerations": [{"key": "k"}], "volumes": [], "nodeName": "n"}});
+    fn fields_no_step_reads_stay_text_and_written_ones_diff_against_the_request() {
+        let pod = json!({
+            "metadata": {"name": "p", "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}], "uid": "u"},
+            "spec": {"tolerations": [{"key": "k"}], "readinessGates": [], "nodeName": "n", "volumes": [{"name": "v"}]},
+        });
         let text = pod.to_string();
         let doc = RawPod::parse_str(&text).unwrap();
-        assert_eq!(doc.pod, json!({"spec": {"volumes": []}}));
+        assert_eq!(
+            doc.pod,
+            json!({"metadata": {"name": "p"}, "spec": {"readinessGates": []}})
+        );
+        assert_eq!(doc.volumes.name(0), "v");
         assert_eq!(doc.to_value(), pod);
         let (result, ops) = round_trip(&pod, |doc| {
             doc.pod["spec"]["nodeName"] = json!("m");
+            doc.pod["metadata"]["uid"] = json!("w");
         });
         assert_eq!(result["spec"]["nodeName"], "m");
         assert_eq!(result["spec"]["tolerations"], json!([{"key": "k"}]));
         assert_eq!(
-            serde_json::to_value(&ops).unwrap(),
-            json!([{"op": "replace", "path": "/spec/nodeName", "value": "m"}])
+            result["metadata"]["managedFields"],
+            pod["metadata"]["managedFields"]
         );
+        assert_eq!(
+            serde_json::to_value(&ops).unwrap(),
+            json!([
+                {"op": "replace", "path": "/metadata/uid", "value": "w"},
+                {"op": "replace", "path": "/spec/nodeName", "value": "m"}
+            ])
+        );
+    }
+
+    #[test]
+    fn a_section_written_twice_reads_as_its_last_value() {
+        let text = r#"{"metadata": {"uid": "a", "name": "a"}, "spec": {"nodeName": "a", "volumes": [{"name": "a"}]},
+            "metadata": {"generateName": "b-"}, "spec": {"hostname": "b"}}"#;
+        let doc = RawPod::parse_str(text).unwrap();
+        assert_eq!(
+            doc.to_value(),
+            json!({"metadata": {"generateName": "b-"}, "spec": {"hostname": "b"}})
+        );
+        assert!(doc.volumes.is_empty());
     }
 
     #[test]
@@ -748,6 +826,11 @@ mod tests {
                 r#"{"spec": {"initContainers": [{"name": 3}]}}"#,
                 "spec.initContainers[0].name: expected a string",
             ),
+            (
+                r#"{"spec": {"volumes": [{"name": "a"}, []]}}"#,
+                "spec.volumes[1]: expected an object",
+            ),
+            (r#"{"metadata": []}"#, "metadata: expected an object"),
             (r#"{"spec": {"containers": [{"name": "a"}]"#, "EOF"),
         ] {
             let err = RawPod::parse_str(text).unwrap_err();

@@ -243,7 +243,9 @@ proptest! {
                 Value::Array(items) => items.iter().any(|c| !c.is_object() || !(c["name"].is_string() || c["name"].is_null())),
                 _ => true,
             };
-            prop_assert!(!object.is_object() || !(spec.is_object() || spec.is_null()) || bad_list("containers") || bad_list("initContainers"));
+            let metadata = &object["metadata"];
+            prop_assert!(!object.is_object() || !(spec.is_object() || spec.is_null()) || !(metadata.is_object() || metadata.is_null())
+                || bad_list("containers") || bad_list("initContainers") || bad_list("volumes"));
         }
     }
 
@@ -280,6 +282,8 @@ fn any_json() -> impl Strategy<Value = Value> {
                     "name",
                     "env",
                     "app",
+                    "managedFields",
+                    "nodeName",
                     "we\"ird/~key"
                 ]),
                 inner,

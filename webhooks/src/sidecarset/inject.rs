@@ -16,7 +16,7 @@ use crate::api::sidecarset::{
 };
 use crate::gojson;
 use crate::patch::write_str;
-use crate::rawpod::{ContainerList, Item, RawContainer, RawPod, at};
+use crate::rawpod::{Item, RawContainer, RawList, RawPod, at};
 
 /// `kruise.io/sidecarset-injected-list`.
 pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
@@ -66,9 +66,9 @@ pub struct InjectOptions<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct PodContainers<'p> {
     /// `spec.initContainers`.
-    pub init_containers: &'p ContainerList<'p>,
+    pub init_containers: &'p RawList<'p>,
     /// `spec.containers`.
-    pub containers: &'p ContainerList<'p>,
+    pub containers: &'p RawList<'p>,
 }
 
 /// Applies `resourcesPolicy` (§5) to a sidecar container, given the names of every container of every matched
@@ -85,8 +85,8 @@ pub type ResourcesPolicyFn<'a> = &'a dyn Fn(
 #[derive(Clone, Copy)]
 struct Source<'p, 'a> {
     pod: &'p Value,
-    init_containers: &'p ContainerList<'a>,
-    containers: &'p ContainerList<'a>,
+    init_containers: &'p RawList<'a>,
+    containers: &'p RawList<'a>,
 }
 
 /// One entry of the pod's hash annotations (`UpgradeSpec`), fields in Go's order.
@@ -311,7 +311,7 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
 }
 
 /// The mounts of the app containers to share, and the envs their subPathExprs reference (§4.6 step 5.3).
-fn shared_mounts(containers: &ContainerList<'_>) -> (Vec<Value>, Vec<Value>) {
+fn shared_mounts(containers: &RawList<'_>) -> (Vec<Value>, Vec<Value>) {
     let mut mounts = Vec::new();
     let mut envs: Vec<Value> = Vec::new();
     for c in containers.iter().filter(|c| !is_injected_sidecar(*c)) {
@@ -329,11 +329,7 @@ fn shared_mounts(containers: &ContainerList<'_>) -> (Vec<Value>, Vec<Value>) {
 }
 
 /// The env vars to transfer into a sidecar (§4.6 step 5.4).
-fn transfer_envs(
-    sidecar: &SidecarContainer,
-    pod: &Value,
-    containers: &ContainerList<'_>,
-) -> Vec<Value> {
+fn transfer_envs(sidecar: &SidecarContainer, pod: &Value, containers: &RawList<'_>) -> Vec<Value> {
     let mut out = Vec::new();
     for t in &sidecar.view.transfer_env {
         let mut names: BTreeSet<&str> = t.env_names.iter().map(String::as_str).collect();
@@ -713,7 +709,7 @@ pub fn inject(
 
 /// §4.7 merge rule: same-name pod containers are replaced in place; others go before (BeforeAppContainer)
 /// or after (anything else) the pod's own.
-fn merge_containers(existing: &ContainerList<'_>, injected: Vec<(Value, String)>) -> Vec<Item> {
+fn merge_containers(existing: &RawList<'_>, injected: Vec<(Value, String)>) -> Vec<Item> {
     let mut slots: Vec<Item> = (0..existing.len()).map(Item::Original).collect();
     let mut before = Vec::new();
     let mut after = Vec::new();
@@ -780,17 +776,21 @@ fn apply(
         let merged = merge_containers(&doc.containers, containers);
         doc.containers.set(merged);
     }
-    if !volumes.is_empty() {
-        let mut all = take(spec, "volumes");
+    // §4.7 step 4: a SidecarSet volume is added unless the pod (or an earlier SidecarSet) has one of its name.
+    let have = doc.volumes.len();
+    let mut all: Vec<Item> = (0..have).map(Item::Original).collect();
+    {
+        let mut volume_names: Vec<&str> = (0..have).map(|i| doc.volumes.name(i)).collect();
         for v in volumes {
-            if !all
-                .iter()
-                .any(|o| str_field(o, "name") == str_field(v, "name"))
-            {
-                all.push(v.clone());
+            let name = str_field(v, "name");
+            if !volume_names.contains(&name) {
+                volume_names.push(name);
+                all.push(Item::New(v.clone()));
             }
         }
-        spec["volumes"] = Value::Array(all);
+    }
+    if all.len() > have {
+        doc.volumes.set(all);
     }
     let had_secrets = spec.get("imagePullSecrets").is_some();
     let mut all_secrets: Vec<Value> = Vec::new();
