@@ -87,6 +87,12 @@ impl<'l> RawContainer<'l> {
         member(self.members, key).map(|m| m.value.get_or_init(|| kept_value(m.text)))
     }
 
+    /// Whether the member `key` may mention `word`: its text has it, or has an escape that could spell it.
+    /// A test without parsing, so a step can skip members that cannot hold what it looks for.
+    pub fn may_contain(self, key: &str, word: &str) -> bool {
+        member(self.members, key).is_some_and(|m| m.text.contains(word) || m.text.contains('\\'))
+    }
+
     /// The string member `key`, `""` when absent or not a string.
     pub fn str(self, key: &str) -> &'l str {
         self.get(key).and_then(Value::as_str).unwrap_or("")
@@ -791,6 +797,22 @@ mod tests {
             .unwrap();
         assert!(name.value.get().is_none(), "the name is not parsed");
         assert_eq!(doc.containers.value(0), pod["spec"]["containers"][0]);
+    }
+
+    #[test]
+    fn may_contain_never_misses_a_word_spelled_with_escapes() {
+        let text = r#"{"spec": {"containers": [{"name": "a", "env": [{"name": "IS_INJECTED"}]},
+            {"name": "b", "env": [{"name": "IS\u005fINJECTED"}]}, {"name": "c", "env": [{"name": "OTHER"}]}]}}"#;
+        let doc = RawPod::parse_str(text).unwrap();
+        let found: Vec<bool> = doc
+            .containers
+            .iter()
+            .map(|c| c.may_contain("env", "IS_INJECTED"))
+            .collect();
+        assert_eq!(found, [true, true, false]);
+        let second = doc.containers.iter().nth(1).unwrap();
+        assert_eq!(second.list("env").next().unwrap()["name"], "IS_INJECTED");
+        assert!(!second.may_contain("missing", "IS_INJECTED"));
     }
 
     #[test]

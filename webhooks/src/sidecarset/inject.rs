@@ -282,9 +282,10 @@ fn env_name(e: &Value) -> &str {
 }
 
 fn is_injected_sidecar(c: RawContainer<'_>) -> bool {
-    c.list("env").any(|e| {
-        env_name(e) == IS_INJECTED && e.get("value").and_then(Value::as_str) == Some("true")
-    })
+    c.may_contain("env", IS_INJECTED)
+        && c.list("env").any(|e| {
+            env_name(e) == IS_INJECTED && e.get("value").and_then(Value::as_str) == Some("true")
+        })
 }
 
 /// `$(NAME)` references of a subPathExpr.
@@ -351,8 +352,9 @@ fn transfer_envs(sidecar: &SidecarContainer, pod: &Value, containers: &RawList<'
         for name in names {
             let found = containers
                 .iter()
-                .filter(|c| c.get("name").and_then(Value::as_str) == Some(source.as_str()))
-                .flat_map(|c| c.list("env"))
+                .enumerate()
+                .filter(|&(i, c)| containers.name(i) == source && c.may_contain("env", name))
+                .flat_map(|(_, c)| c.list("env"))
                 .find(|e| env_name(e) == name);
             if let Some(e) = found {
                 out.push(e.clone());
