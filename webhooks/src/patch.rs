@@ -1,16 +1,38 @@
 //! RFC 6902 helpers: diffs between raw JSON documents and the base64 wire form. Output is deterministic.
 
-use json_patch::jsonptr::{PointerBuf, Token};
+use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value};
 
 use crate::scan;
 
-/// One step of the path being compared.
+/// One step of a path.
 #[derive(Clone, Copy)]
-enum Step<'a> {
+pub(crate) enum Step<'a> {
+    /// An object member (not encoded).
     Key(&'a str),
+    /// A list element.
     Index(usize),
+}
+
+/// The JSON pointer of `steps`, written in one string (keys encoded per RFC 6901 §3: `~` as `~0`, `/` as
+/// `~1`). `PointerBuf`'s own token pushes re-encode and regrow the string step by step.
+pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> PointerBuf {
+    let mut out = String::with_capacity(48);
+    for step in steps {
+        out.push('/');
+        match step {
+            Step::Key(k) if k.contains(['~', '/']) => {
+                out.push_str(&k.replace('~', "~0").replace('/', "~1"));
+            }
+            Step::Key(k) => out.push_str(k),
+            Step::Index(i) => {
+                use std::fmt::Write;
+                let _ = write!(out, "{i}");
+            }
+        }
+    }
+    PointerBuf::parse(out).expect("every step written encoded")
 }
 
 struct Differ<'a> {
@@ -20,21 +42,7 @@ struct Differ<'a> {
 
 impl<'a> Differ<'a> {
     fn pointer(&self, last: Option<Step<'_>>) -> PointerBuf {
-        fn push(pointer: &mut PointerBuf, step: Step<'_>) {
-            match step {
-                // Borrowed unless the key has a `~` or `/` to encode.
-                Step::Key(k) => pointer.push_back(Token::new(k)),
-                Step::Index(i) => pointer.push_back(i),
-            }
-        }
-        let mut pointer = PointerBuf::new();
-        for step in &self.path {
-            push(&mut pointer, *step);
-        }
-        if let Some(step) = last {
-            push(&mut pointer, step);
-        }
-        pointer
+        pointer(self.path.iter().copied().chain(last))
     }
 
     fn add(&mut self, at: Step<'_>, value: Value) {
@@ -350,6 +358,20 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn pointers_encode_tilde_and_slash_and_write_indexes() {
+        let p = pointer([
+            Step::Key("metadata"),
+            Step::Key("annotations"),
+            Step::Key("a/b~c"),
+            Step::Index(12),
+        ]);
+        assert_eq!(p.as_str(), "/metadata/annotations/a~1b~0c/12");
+        let tokens: Vec<String> = p.tokens().map(|t| t.decoded().into_owned()).collect();
+        assert_eq!(tokens, ["metadata", "annotations", "a/b~c", "12"]);
+        assert_eq!(pointer([]).as_str(), "");
     }
 
     #[test]

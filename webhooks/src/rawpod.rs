@@ -24,7 +24,7 @@ use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::patch;
+use crate::patch::{self, Step};
 
 /// How a container list appeared in the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,10 +220,8 @@ impl<'a> RawList<'a> {
     }
 
     fn pointer(&self, index: Option<usize>) -> PointerBuf {
-        match index {
-            None => PointerBuf::from_tokens(["spec", self.key]),
-            Some(i) => PointerBuf::from_tokens(["spec", self.key, &i.to_string()]),
-        }
+        let list = [Step::Key("spec"), Step::Key(self.key)];
+        patch::pointer(list.into_iter().chain(index.map(Step::Index)))
     }
 
     /// Operations turning the list as received into the result (none when it was not set or is the same).
