@@ -116,6 +116,42 @@ impl Default for Metrics {
     }
 }
 
+/// One webhook path's metrics ([`Metrics::route`]): a request counts without building label sets or
+/// looking the path up, unless it is answered with a code other than 200 or 500.
+#[derive(Clone, Debug)]
+pub struct RouteMetrics {
+    path: &'static str,
+    /// `controller_runtime_webhook_requests_in_flight{webhook}`.
+    pub in_flight: Gauge,
+    /// `controller_runtime_webhook_latency_seconds{webhook}`.
+    pub latency: Histogram,
+    ok: Counter,
+    failed: Counter,
+    requests: Family<WebhookCodeLabels, Counter>,
+}
+
+impl RouteMetrics {
+    /// The webhook path.
+    pub fn path(&self) -> &'static str {
+        self.path
+    }
+
+    /// Counts one answer with `code` in `controller_runtime_webhook_requests_total{webhook,code}`.
+    pub fn count(&self, code: u16) {
+        match code {
+            200 => self.ok.inc(),
+            500 => self.failed.inc(),
+            _ => {
+                let labels = WebhookCodeLabels {
+                    webhook: self.path.to_owned(),
+                    code: code.to_string(),
+                };
+                self.requests.get_or_create(&labels).inc()
+            }
+        };
+    }
+}
+
 impl Metrics {
     /// Registers every family.
     pub fn new() -> Self {
@@ -193,6 +229,30 @@ impl Metrics {
         }
     }
 
+    /// The handles of one webhook path, resolved once when its route is built. As controller-runtime's
+    /// `InstrumentedHook`, the in-flight gauge and the `200` and `500` counters exist (at zero) from then on.
+    pub fn route(&self, path: &'static str) -> RouteMetrics {
+        let labels = WebhookLabels {
+            webhook: path.to_owned(),
+        };
+        let code = |code: &str| {
+            self.requests
+                .get_or_create(&WebhookCodeLabels {
+                    webhook: path.to_owned(),
+                    code: code.to_owned(),
+                })
+                .clone()
+        };
+        RouteMetrics {
+            path,
+            in_flight: self.in_flight.get_or_create(&labels).clone(),
+            latency: self.latency.get_or_create(&labels).clone(),
+            ok: code("200"),
+            failed: code("500"),
+            requests: self.requests.clone(),
+        }
+    }
+
     /// The OpenMetrics text of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -235,6 +295,34 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_route_starts_its_series_at_zero_and_counts_every_code() {
+        let metrics = Metrics::new();
+        let route = metrics.route("/mutate-pod");
+        let text = metrics.encode();
+        for line in [
+            r#"controller_runtime_webhook_requests_total{webhook="/mutate-pod",code="200"} 0"#,
+            r#"controller_runtime_webhook_requests_total{webhook="/mutate-pod",code="500"} 0"#,
+            r#"controller_runtime_webhook_requests_in_flight{webhook="/mutate-pod"} 0"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+        route.count(200);
+        route.count(200);
+        route.count(500);
+        route.count(403);
+        route.latency.observe(0.001);
+        let text = metrics.encode();
+        for line in [
+            r#"controller_runtime_webhook_requests_total{webhook="/mutate-pod",code="200"} 2"#,
+            r#"controller_runtime_webhook_requests_total{webhook="/mutate-pod",code="500"} 1"#,
+            r#"controller_runtime_webhook_requests_total{webhook="/mutate-pod",code="403"} 1"#,
+            r#"controller_runtime_webhook_latency_seconds_count{webhook="/mutate-pod"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+    }
 
     #[test]
     fn names_match_openkruise_and_controller_runtime() {

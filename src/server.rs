@@ -75,11 +75,15 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let mut router = Router::new();
     for (path, spec) in registry::routes(&state.config.gates, state.served) {
+        // The handler is cloned per request: one reference count, not one per metric.
+        let metrics = Arc::new(state.metrics.route(path));
         router = router.route(
             path,
-            any(move |State(state): State<AppState>, request: Request| {
-                admission::admit(state, spec, path, request)
-            }),
+            any(
+                move |State(state): State<Arc<AppState>>, request: Request| async move {
+                    admission::admit(state, spec, &metrics, request).await
+                },
+            ),
         );
     }
     router
@@ -89,7 +93,8 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         // A panic outside a webhook (the webhook itself is guarded per request) still answers 500.
         .layer(tower_http::catch_panic::CatchPanicLayer::new())
-        .with_state(state)
+        // Shared, not cloned per request: a clone of the state is a few dozen reference counts.
+        .with_state(Arc::new(state))
 }
 
 /// The plain-HTTP Router: `/metrics`, `/healthz`, `/readyz`.
@@ -99,14 +104,14 @@ pub fn plain_app(state: AppState) -> Router {
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
         .fallback(not_found)
-        .with_state(state)
+        .with_state(Arc::new(state))
 }
 
 async fn not_found() -> impl IntoResponse {
     (StatusCode::NOT_FOUND, "404 page not found\n")
 }
 
-async fn serve_metrics(State(state): State<AppState>) -> Response {
+async fn serve_metrics(State(state): State<Arc<AppState>>) -> Response {
     (
         [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
         state.metrics.encode(),
@@ -114,7 +119,7 @@ async fn serve_metrics(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-async fn convert(State(state): State<AppState>, body: Bytes) -> Response {
+async fn convert(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     let started = std::time::Instant::now();
     let (status, out) = match serde_json::from_slice::<serde_json::Value>(&body) {
         Err(e) => (

@@ -4,6 +4,7 @@
 //! AdmissionReview version.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -23,7 +24,7 @@ use kruise_webhooks::verdict::SideEffect;
 use kruise_webhooks::{FeatureGates, Verdict, WebhookError};
 
 use crate::cache::Cluster;
-use crate::metrics::{WebhookCodeLabels, WebhookLabels};
+use crate::metrics::RouteMetrics;
 use crate::server::AppState;
 
 /// The largest AdmissionReview accepted (the apiserver's own limit on objects is 3 MiB of etcd value).
@@ -187,19 +188,17 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// Serves one admission request for `spec` on `path` (the path is the metrics label, as controller-runtime).
+/// Serves one admission request for `spec`, counted in its path's metrics (the path is the label, as
+/// controller-runtime).
 pub async fn admit(
-    state: AppState,
+    state: Arc<AppState>,
     spec: &'static WebhookSpec,
-    path: &'static str,
+    metrics: &RouteMetrics,
     request: Request,
 ) -> Response {
     let started = Instant::now();
-    let labels = WebhookLabels {
-        webhook: path.to_owned(),
-    };
-    let in_flight = state.metrics.in_flight.get_or_create(&labels).clone();
-    in_flight.inc();
+    let path = metrics.path();
+    metrics.in_flight.inc();
     let (parts, body) = request.into_parts();
     let (status, response_body, code) = match admit_body(
         &state,
@@ -220,20 +219,9 @@ pub async fn admit(
             (early.status, body, early.status.as_u16())
         }
     };
-    in_flight.dec();
-    state
-        .metrics
-        .requests
-        .get_or_create(&WebhookCodeLabels {
-            webhook: path.to_owned(),
-            code: code.to_string(),
-        })
-        .inc();
-    state
-        .metrics
-        .latency
-        .get_or_create(&labels)
-        .observe(started.elapsed().as_secs_f64());
+    metrics.in_flight.dec();
+    metrics.count(code);
+    metrics.latency.observe(started.elapsed().as_secs_f64());
     json(status, response_body)
 }
 

@@ -1,6 +1,7 @@
 //! `/healthz` (the process serves) and `/readyz` (a certificate is loaded, every cache synced, and we are not
 //! shutting down), in controller-runtime's probe format.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::{Query, State};
@@ -36,7 +37,10 @@ pub struct Verbose {
 }
 
 /// `/readyz`: 200 `ok`, or 500 naming the failed checks (`?verbose` lists every check).
-pub async fn ready(State(state): State<AppState>, Query(q): Query<Verbose>) -> impl IntoResponse {
+pub async fn ready(
+    State(state): State<Arc<AppState>>,
+    Query(q): Query<Verbose>,
+) -> impl IntoResponse {
     let checks = [
         ("serving-certificate", state.certs.loaded()),
         ("informer-caches-synced", state.cluster.synced()),
