@@ -51,9 +51,9 @@ pub enum Item {
 pub struct RawList<'a> {
     key: &'static str,
     presence: Presence,
-    /// Each container's text.
+    /// Each element's text.
     raw: Vec<&'a str>,
-    /// Each container's members: `members[spans[i].clone()]`.
+    /// Each element's members: `members[spans[i].clone()]`.
     spans: Vec<Range<usize>>,
     members: Vec<Member<'a>>,
     names: Vec<Option<Cow<'a, str>>>,
@@ -75,13 +75,19 @@ fn member<'m, 'a>(members: &'m [Member<'a>], key: &str) -> Option<&'m Member<'a>
     members.iter().rev().find(|m| m.key == key)
 }
 
-/// One container as received (see [`RawList::iter`]).
+/// One element (a container, a volume) as received (see [`RawList::iter`]).
 #[derive(Debug, Clone, Copy)]
 pub struct RawContainer<'l> {
+    name: &'l str,
     members: &'l [Member<'l>],
 }
 
 impl<'l> RawContainer<'l> {
+    /// Its name as the list read it (`""` when it has none), without parsing the member again.
+    pub fn name(self) -> &'l str {
+        self.name
+    }
+
     /// The member `key` (the last one when the key is written twice, as decoding does).
     pub fn get(self, key: &str) -> Option<&'l Value> {
         member(self.members, key).map(|m| m.value.get_or_init(|| kept_value(m.text)))
@@ -138,7 +144,7 @@ impl<'a> RawList<'a> {
         }
     }
 
-    /// Reads the list at the cursor in one pass: each container's text, members and name.
+    /// Reads the list at the cursor in one pass: each element's text, members and name.
     fn read(key: &'static str, c: &mut Cursor<'a>) -> Result<Self, String> {
         if c.null() {
             return Ok(Self::new(key, Presence::Null));
@@ -177,7 +183,7 @@ impl<'a> RawList<'a> {
         Ok(list)
     }
 
-    /// Number of containers as received.
+    /// Number of elements as received.
     pub fn len(&self) -> usize {
         self.raw.len()
     }
@@ -187,7 +193,7 @@ impl<'a> RawList<'a> {
         self.raw.is_empty()
     }
 
-    /// The name of the container at `index` as received (`""` when it has none).
+    /// The name of the element at `index` as received (`""` when it has none).
     pub fn name(&self, index: usize) -> &str {
         self.names
             .get(index)
@@ -195,19 +201,23 @@ impl<'a> RawList<'a> {
             .unwrap_or("")
     }
 
-    /// The containers as received, in order.
+    /// The elements as received, in order.
     pub fn iter(&self) -> impl Iterator<Item = RawContainer<'_>> + '_ {
-        self.spans.iter().map(|span| RawContainer {
-            members: &self.members[span.clone()],
-        })
+        self.spans
+            .iter()
+            .zip(&self.names)
+            .map(|(span, name)| RawContainer {
+                name: name.as_deref().unwrap_or(""),
+                members: &self.members[span.clone()],
+            })
     }
 
-    /// The container at `index` as received, parsed whole (`null` past the end).
+    /// The element at `index` as received, parsed whole (`null` past the end).
     pub fn value(&self, index: usize) -> Value {
         self.raw.get(index).map_or(Value::Null, |r| kept_value(r))
     }
 
-    /// Replaces the list: `items` refer to containers as received by index, or are new.
+    /// Replaces the list: `items` refer to elements as received by index, or are new.
     pub fn set(&mut self, items: Vec<Item>) {
         self.result = Some(items);
     }
@@ -473,12 +483,10 @@ impl<'a> RawPod<'a> {
     /// not a list of objects with string names.
     pub fn parse(raw: &'a RawValue) -> Result<Self, String> {
         let mut top = Map::new();
-        let absent = |key| RawList::new(key, Presence::Absent);
-        let mut lists = [
-            absent("initContainers"),
-            absent("containers"),
-            absent("volumes"),
-        ];
+        let absent = || {
+            ["initContainers", "containers", "volumes"].map(|k| RawList::new(k, Presence::Absent))
+        };
+        let mut lists = absent();
         let mut kept: Vec<Kept<'a>> = Vec::new();
         let mut cursor = Cursor::new(raw.get());
         cursor
@@ -494,11 +502,7 @@ impl<'a> RawPod<'a> {
                 // A section written twice: the last one stands, as when decoding.
                 kept.retain(|k| k.section != section);
                 if section == "spec" {
-                    lists = [
-                        absent("initContainers"),
-                        absent("containers"),
-                        absent("volumes"),
-                    ];
+                    lists = absent();
                 }
                 if c.null() {
                     top.insert(section.into(), Value::Null);
@@ -506,14 +510,9 @@ impl<'a> RawPod<'a> {
                 }
                 let mut parsed = Map::new();
                 c.object(|c, key| {
-                    let list = match (section, &*key) {
-                        ("spec", "initContainers") => Some(0),
-                        ("spec", "containers") => Some(1),
-                        ("spec", "volumes") => Some(2),
-                        _ => None,
-                    };
-                    if let Some(i) = list {
-                        lists[i] = RawList::read(lists[i].key, c)?;
+                    let list = lists.iter_mut().find(|l| section == "spec" && l.key == key);
+                    if let Some(list) = list {
+                        *list = RawList::read(list.key, c)?;
                     } else if fields.contains(&&*key) {
                         parsed.insert(key.into_owned(), value(c.value())?);
                     } else {

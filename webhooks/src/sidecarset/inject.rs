@@ -352,9 +352,8 @@ fn transfer_envs(sidecar: &SidecarContainer, pod: &Value, containers: &RawList<'
         for name in names {
             let found = containers
                 .iter()
-                .enumerate()
-                .filter(|&(i, c)| containers.name(i) == source && c.may_contain("env", name))
-                .flat_map(|(_, c)| c.list("env"))
+                .filter(|c| c.name() == source && c.may_contain("env", name))
+                .flat_map(|c| c.list("env"))
                 .find(|e| env_name(e) == name);
             if let Some(e) = found {
                 out.push(e.clone());
@@ -733,6 +732,24 @@ fn merge_containers(existing: &RawList<'_>, injected: Vec<(Value, String)>) -> V
     before.into_iter().chain(slots).chain(after).collect()
 }
 
+/// §4.7 step 4: the pod's volumes, then each SidecarSet volume unless the pod (or an earlier SidecarSet) has
+/// one of its name; `None` when nothing is added.
+fn merge_volumes(existing: &RawList<'_>, injected: Vec<&Value>) -> Option<Vec<Item>> {
+    if injected.is_empty() {
+        return None;
+    }
+    let mut names: Vec<&str> = existing.iter().map(RawContainer::name).collect();
+    let mut merged: Vec<Item> = (0..existing.len()).map(Item::Original).collect();
+    for v in injected {
+        let name = str_field(v, "name");
+        if !names.contains(&name) {
+            names.push(name);
+            merged.push(Item::New(v.clone()));
+        }
+    }
+    (merged.len() > existing.len()).then_some(merged)
+}
+
 fn apply(
     doc: &mut RawPod<'_>,
     built: Built<'_>,
@@ -778,21 +795,8 @@ fn apply(
         let merged = merge_containers(&doc.containers, containers);
         doc.containers.set(merged);
     }
-    // §4.7 step 4: a SidecarSet volume is added unless the pod (or an earlier SidecarSet) has one of its name.
-    let have = doc.volumes.len();
-    let mut all: Vec<Item> = (0..have).map(Item::Original).collect();
-    {
-        let mut volume_names: Vec<&str> = (0..have).map(|i| doc.volumes.name(i)).collect();
-        for v in volumes {
-            let name = str_field(v, "name");
-            if !volume_names.contains(&name) {
-                volume_names.push(name);
-                all.push(Item::New(v.clone()));
-            }
-        }
-    }
-    if all.len() > have {
-        doc.volumes.set(all);
+    if let Some(merged) = merge_volumes(&doc.volumes, volumes) {
+        doc.volumes.set(merged);
     }
     let had_secrets = spec.get("imagePullSecrets").is_some();
     let mut all_secrets: Vec<Value> = Vec::new();

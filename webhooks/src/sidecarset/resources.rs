@@ -296,7 +296,7 @@ fn target_containers(
         .iter()
         .filter(|c| c.str("restartPolicy") == "Always");
     for c in init.chain(pod.containers.iter()) {
-        let name = c.str("name");
+        let name = c.name();
         if !sidecars.contains(name) && pattern.is_match(name) {
             targets.push(Target::from_json(c.get("resources"), name)?);
         }
