@@ -23,6 +23,16 @@ pub struct WebhookCodeLabels {
     pub code: String,
 }
 
+impl WebhookCodeLabels {
+    /// The labels of answers with `code` on `path`.
+    pub fn new(path: &str, code: &str) -> Self {
+        Self {
+            webhook: path.to_owned(),
+            code: code.to_owned(),
+        }
+    }
+}
+
 /// `{webhook}`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WebhookLabels {
@@ -142,10 +152,7 @@ impl RouteMetrics {
             200 => self.ok.inc(),
             500 => self.failed.inc(),
             _ => {
-                let labels = WebhookCodeLabels {
-                    webhook: self.path.to_owned(),
-                    code: code.to_string(),
-                };
+                let labels = WebhookCodeLabels::new(self.path, &code.to_string());
                 self.requests.get_or_create(&labels).inc()
             }
         };
@@ -235,12 +242,9 @@ impl Metrics {
         let labels = WebhookLabels {
             webhook: path.to_owned(),
         };
-        let code = |code: &str| {
+        let code = |code| {
             self.requests
-                .get_or_create(&WebhookCodeLabels {
-                    webhook: path.to_owned(),
-                    code: code.to_owned(),
-                })
+                .get_or_create(&WebhookCodeLabels::new(path, code))
                 .clone()
         };
         RouteMetrics {

@@ -81,7 +81,7 @@ pub fn app(state: AppState) -> Router {
             path,
             any(
                 move |State(state): State<Arc<AppState>>, request: Request| async move {
-                    admission::admit(state, spec, &metrics, request).await
+                    admission::admit(&state, spec, &metrics, request).await
                 },
             ),
         );
@@ -138,10 +138,7 @@ async fn convert(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     state
         .metrics
         .requests
-        .get_or_create(&metrics::WebhookCodeLabels {
-            webhook: CONVERT_PATH.into(),
-            code,
-        })
+        .get_or_create(&metrics::WebhookCodeLabels::new(CONVERT_PATH, &code))
         .inc();
     state
         .metrics

@@ -4,7 +4,6 @@
 //! AdmissionReview version.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -191,7 +190,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// Serves one admission request for `spec`, counted in its path's metrics (the path is the label, as
 /// controller-runtime).
 pub async fn admit(
-    state: Arc<AppState>,
+    state: &AppState,
     spec: &'static WebhookSpec,
     metrics: &RouteMetrics,
     request: Request,
@@ -200,14 +199,8 @@ pub async fn admit(
     let path = metrics.path();
     metrics.in_flight.inc();
     let (parts, body) = request.into_parts();
-    let (status, response_body, code) = match admit_body(
-        &state,
-        spec,
-        &parts.headers,
-        body,
-        started,
-    )
-    .await
+    let (status, response_body, code) = match admit_body(state, spec, &parts.headers, body, started)
+        .await
     {
         Ok((bytes, code)) => (StatusCode::OK, bytes, code),
         Err(early) => {
