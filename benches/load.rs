@@ -4,11 +4,12 @@
 //! request with): the gap is what our handler costs.
 //!
 //! `cargo bench --bench load` (env: LOAD_CONNECTIONS=32, LOAD_SECONDS=5, LOAD_REQUEST=<AdmissionReview
-//! file>, LOAD_PATH=<webhook path>). The client runs in the same process on the same cores, so absolute
-//! numbers understate what a remote apiserver would see; the comparison is like for like. The client is
-//! kept minimal for that reason (one write per request, the answer read by its Content-Length, no pool, no
-//! URL parsing), and still checks every answer is a whole `200`. Bounded: every loop stops at its
-//! deadline, traffic stays on 127.0.0.1.
+//! file>, LOAD_PATH=<webhook path>, LOAD_NOOP_SPIN_US=0). With LOAD_NOOP_SPIN_US the no-op handler busies
+//! its core that many microseconds per request: what a handler of that cost would reach on this machine.
+//! The client runs in the same process on the same cores, so absolute numbers understate what a remote
+//! apiserver would see; the comparison is like for like. The client is kept minimal for that reason (one
+//! write per request, the answer read by its Content-Length, no pool, no URL parsing), and still checks
+//! every answer is a whole `200`. Bounded: every loop stops at its deadline, traffic stays on 127.0.0.1.
 
 use std::path::PathBuf;
 
@@ -250,9 +251,19 @@ fn main() {
         store
             .install(&std::fs::read(dir.path().join("tls.crt")).unwrap(), &std::fs::read(dir.path().join("tls.key")).unwrap())
             .unwrap();
+        let noop_spin = Duration::from_micros(env("LOAD_NOOP_SPIN_US", 0));
         let noop = Router::new().route(
             &path,
-            post(move || async move { ([("content-type", "application/json")], answer) }),
+            post(move || async move {
+                // Calibration: a handler that busies its core this long per request.
+                if !noop_spin.is_zero() {
+                    let started = Instant::now();
+                    while started.elapsed() < noop_spin {
+                        std::hint::spin_loop();
+                    }
+                }
+                ([("content-type", "application/json")], answer)
+            }),
         );
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -275,7 +286,11 @@ fn main() {
         let ours = drive(server.tls_addr().port(), request.clone(), tls.clone(), &load).await;
         report("kruise-webhook", &ours);
         let baseline = drive(noop_addr.port(), request, tls, &load).await;
-        report("no-op rustls/axum handler", &baseline);
+        if noop_spin.is_zero() {
+            report("no-op rustls/axum handler", &baseline);
+        } else {
+            report(&format!("no-op handler spinning {noop_spin:?}"), &baseline);
+        }
         handle.shutdown();
         server.shutdown().await.unwrap();
         assert_eq!(ours.errors, 0, "requests failed under load");

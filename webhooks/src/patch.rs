@@ -22,10 +22,18 @@ pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> PointerB
     for step in steps {
         out.push('/');
         match step {
-            Step::Key(k) if k.contains(['~', '/']) => {
-                out.push_str(&k.replace('~', "~0").replace('/', "~1"));
+            Step::Key(k) => {
+                // Copied in runs between the two special bytes (ASCII, so every cut is a char boundary).
+                let mut start = 0;
+                for (i, &b) in k.as_bytes().iter().enumerate() {
+                    if b == b'~' || b == b'/' {
+                        out.push_str(&k[start..i]);
+                        out.push_str(if b == b'~' { "~0" } else { "~1" });
+                        start = i + 1;
+                    }
+                }
+                out.push_str(&k[start..]);
             }
-            Step::Key(k) => out.push_str(k),
             Step::Index(i) => {
                 use std::fmt::Write;
                 let _ = write!(out, "{i}");
