@@ -22,6 +22,7 @@ pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> PointerB
     for step in steps {
         out.push('/');
         match step {
+            Step::Key(k) if !k.bytes().any(|b| b == b'~' || b == b'/') => out.push_str(k),
             Step::Key(k) => {
                 // Copied in runs between the two special bytes (ASCII, so every cut is a char boundary).
                 let mut start = 0;
