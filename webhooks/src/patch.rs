@@ -18,16 +18,17 @@ pub(crate) enum Step<'a> {
 /// The JSON pointer of `steps`, written in one string (keys encoded per RFC 6901 §3: `~` as `~0`, `/` as
 /// `~1`). `PointerBuf`'s own token pushes re-encode and regrow the string step by step.
 pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> PointerBuf {
+    let encoded = |b: u8| b == b'~' || b == b'/';
     let mut out = String::with_capacity(48);
     for step in steps {
         out.push('/');
         match step {
-            Step::Key(k) if !k.bytes().any(|b| b == b'~' || b == b'/') => out.push_str(k),
+            Step::Key(k) if !k.bytes().any(encoded) => out.push_str(k),
             Step::Key(k) => {
                 // Copied in runs between the two special bytes (ASCII, so every cut is a char boundary).
                 let mut start = 0;
                 for (i, &b) in k.as_bytes().iter().enumerate() {
-                    if b == b'~' || b == b'/' {
+                    if encoded(b) {
                         out.push_str(&k[start..i]);
                         out.push_str(if b == b'~' { "~0" } else { "~1" });
                         start = i + 1;

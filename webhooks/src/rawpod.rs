@@ -51,13 +51,22 @@ pub enum Item {
 pub struct RawList<'a> {
     key: &'static str,
     presence: Presence,
-    /// Each element's text.
-    raw: Vec<&'a str>,
-    /// Each element's members: `members[spans[i].clone()]`.
-    spans: Vec<Range<usize>>,
+    /// The elements as received.
+    elements: Vec<Element<'a>>,
+    /// Every element's members, in order: an element's are `members[element.members.clone()]`.
     members: Vec<Member<'a>>,
-    names: Vec<Option<Cow<'a, str>>>,
     result: Option<Vec<Item>>,
+}
+
+/// One element of a [`RawList`] as received.
+#[derive(Debug)]
+struct Element<'a> {
+    /// Its text.
+    text: &'a str,
+    /// Where its members are in the list's `members`.
+    members: Range<usize>,
+    /// Its `name` member (`None` when absent or `null`).
+    name: Option<Cow<'a, str>>,
 }
 
 /// A member of a container as received: its value's text, parsed on its first read, so a step that reads a
@@ -136,10 +145,8 @@ impl<'a> RawList<'a> {
         Self {
             key,
             presence,
-            raw: Vec::new(),
-            spans: Vec::new(),
+            elements: Vec::new(),
             members: Vec::new(),
-            names: Vec::new(),
             result: None,
         }
     }
@@ -155,7 +162,7 @@ impl<'a> RawList<'a> {
         c.i += 1;
         let mut list = Self::new(key, Presence::List);
         while c.peek().is_some_and(|b| b != b']') {
-            let index = list.raw.len();
+            let index = list.elements.len();
             let (start, first) = (c.i, list.members.len());
             let members = &mut list.members;
             c.object(|c, key| {
@@ -174,9 +181,11 @@ impl<'a> RawList<'a> {
                     .map_err(|()| format!("spec.{key}[{index}].name: expected a string"))?,
                 None => None,
             };
-            list.raw.push(&c.text[start..c.i]);
-            list.spans.push(span);
-            list.names.push(name);
+            list.elements.push(Element {
+                text: &c.text[start..c.i],
+                members: span,
+                name,
+            });
             c.separator();
         }
         c.i += 1; // the `]`
@@ -185,36 +194,35 @@ impl<'a> RawList<'a> {
 
     /// Number of elements as received.
     pub fn len(&self) -> usize {
-        self.raw.len()
+        self.elements.len()
     }
 
     /// Whether the list as received is empty (or absent).
     pub fn is_empty(&self) -> bool {
-        self.raw.is_empty()
+        self.elements.is_empty()
     }
 
     /// The name of the element at `index` as received (`""` when it has none).
     pub fn name(&self, index: usize) -> &str {
-        self.names
+        self.elements
             .get(index)
-            .and_then(Option::as_deref)
+            .and_then(|e| e.name.as_deref())
             .unwrap_or("")
     }
 
     /// The elements as received, in order.
     pub fn iter(&self) -> impl Iterator<Item = RawContainer<'_>> + '_ {
-        self.spans
-            .iter()
-            .zip(&self.names)
-            .map(|(span, name)| RawContainer {
-                name: name.as_deref().unwrap_or(""),
-                members: &self.members[span.clone()],
-            })
+        self.elements.iter().map(|e| RawContainer {
+            name: e.name.as_deref().unwrap_or(""),
+            members: &self.members[e.members.clone()],
+        })
     }
 
     /// The element at `index` as received, parsed whole (`null` past the end).
     pub fn value(&self, index: usize) -> Value {
-        self.raw.get(index).map_or(Value::Null, |r| kept_value(r))
+        self.elements
+            .get(index)
+            .map_or(Value::Null, |e| kept_value(e.text))
     }
 
     /// Replaces the list: `items` refer to elements as received by index, or are new.
@@ -239,7 +247,7 @@ impl<'a> RawList<'a> {
         let Some(items) = self.result.take() else {
             return;
         };
-        let n = self.raw.len();
+        let n = self.elements.len();
         let mut kept = vec![false; n];
         let mut last = None;
         let mut in_order = self.presence == Presence::List;
@@ -287,7 +295,7 @@ impl<'a> RawList<'a> {
             (None, Presence::Absent) => None,
             (None, Presence::Null) => Some(Value::Null),
             (None, Presence::List) => Some(Value::Array(
-                self.raw.iter().map(|r| kept_value(r)).collect(),
+                self.elements.iter().map(|e| kept_value(e.text)).collect(),
             )),
         }
     }
@@ -720,7 +728,7 @@ mod tests {
             ["plain", "later", "esc\"aped", "xA", "spaced", "", ""]
         );
         assert!(
-            matches!(doc.containers.names[0], Some(Cow::Borrowed(_))),
+            matches!(doc.containers.elements[0].name, Some(Cow::Borrowed(_))),
             "a plain name is borrowed"
         );
         let text = r#"{"spec": {"containers": [{"name": "first", "name": "last"}]}}"#;
