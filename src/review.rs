@@ -9,7 +9,9 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kruise_webhooks::admission::{
+    self, AdmissionRequest, AdmissionResponse, AdmissionReview, RawJson,
+};
 use kruise_webhooks::fixture::FixtureCluster;
 use kruise_webhooks::registry::{self, WebhookSpec};
 use kruise_webhooks::{FeatureGates, Verdict, patch};
@@ -117,7 +119,7 @@ pub async fn review(
             match patch::apply(obj, &verdict.patch) {
                 Ok(next) => {
                     // The next webhook sees the mutated object, as the apiserver sends it.
-                    req.object = serde_json::value::to_raw_value(&next).ok();
+                    req.object = Some(RawJson::from_value(&next));
                     current = Some(next);
                 }
                 Err(e) => {

@@ -1,10 +1,11 @@
 //! The `admission.k8s.io` AdmissionReview wire format, v1 and v1beta1.
 //!
-//! Requests keep `object` / `oldObject` as raw [`serde_json::Value`]s so that patches are computed against
+//! Requests keep `object` / `oldObject` as raw JSON text ([`RawJson`]) so that patches are computed against
 //! exactly what the apiserver sent (DECISIONS 13). Responses encode `patch` as a base64 string, as the
 //! apiserver's Go types do (kube-core serialises it as an array of numbers, three times larger).
 //! Reference: <https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/>.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use base64::Engine;
@@ -15,6 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::WebhookError;
+use crate::json::{self, Cursor};
 use crate::patch::write_str;
 use crate::verdict::{Decision, Verdict};
 
@@ -22,6 +24,88 @@ use crate::verdict::{Decision, Verdict};
 pub const V1: &str = "admission.k8s.io/v1";
 /// `admission.k8s.io/v1beta1`.
 pub const V1BETA1: &str = "admission.k8s.io/v1beta1";
+
+/// The text of one JSON value, known to be valid JSON: checked when it was made, so readers can walk it
+/// without checking again. `Deserialize` takes the value's text as serde_json's `RawValue` does; `Serialize`
+/// writes it unchanged. Equal when the texts are.
+#[derive(Clone)]
+pub struct RawJson {
+    text: Box<str>,
+    /// Where its containers close, when the check that made it recorded them.
+    ends: json::Ends,
+}
+
+impl RawJson {
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        &self.text
+    }
+
+    /// The text of `value`.
+    pub fn from_value(value: &Value) -> Self {
+        Self::unmapped(value.to_string().into_boxed_str())
+    }
+
+    /// `text` when it is one valid JSON value.
+    ///
+    /// # Errors
+    /// serde_json's message when it is not.
+    pub fn from_string(text: String) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(text).map(|raw| Self::unmapped(raw.into()))
+    }
+
+    fn unmapped(text: Box<str>) -> Self {
+        Self {
+            text,
+            ends: json::Ends::new(),
+        }
+    }
+
+    /// The value at `span` of `whole`, a text [`json::validate`] accepted with these `ends`.
+    fn checked(whole: &str, ends: &[(usize, usize)], span: std::ops::Range<usize>) -> Self {
+        Self {
+            text: whole[span.clone()].into(),
+            ends: json::ends_within(ends, span),
+        }
+    }
+
+    /// A cursor at its start.
+    pub(crate) fn cursor(&self) -> Cursor<'_> {
+        Cursor::new(&self.text, &self.ends)
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for RawJson {}
+
+impl std::fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RawJson")
+            .field(&format_args!("{}", self.text))
+            .finish()
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(|raw| Self::unmapped(raw.into()))
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Through serde_json's `RawValue`, whose text every JSON serializer writes as is (serialising is for
+        // tests and the `review` command: the check this repeats costs nothing on the admission path).
+        serde_json::from_str::<&RawValue>(&self.text)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
+    }
+}
 
 /// Group, version and kind of the object in a request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,16 +221,16 @@ pub struct AdmissionRequest {
     pub user_info: UserInfo,
     /// The new object (CREATE, UPDATE, CONNECT); `null` is read as absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object: Option<Box<RawValue>>,
+    pub object: Option<RawJson>,
     /// The existing object (UPDATE, DELETE); `null` is read as absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_object: Option<Box<RawValue>>,
+    pub old_object: Option<RawJson>,
     /// Dry-run request: side effects must be suppressed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
     /// Operation options (CreateOptions, DeleteOptions, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub options: Option<Box<RawValue>>,
+    pub options: Option<RawJson>,
 }
 
 impl AdmissionRequest {
@@ -173,13 +257,13 @@ impl AdmissionRequest {
     }
 
     /// The old object when present and not an empty object (`{}` is sent by pre-1.16 apiservers).
-    pub fn old_object(&self) -> Option<&RawValue> {
-        self.old_object.as_deref().filter(|v| !is_empty_object(v))
+    pub fn old_object(&self) -> Option<&RawJson> {
+        self.old_object.as_ref().filter(|v| !is_empty_object(v))
     }
 
     /// The new object when present and not an empty object.
-    pub fn object(&self) -> Option<&RawValue> {
-        self.object.as_deref().filter(|v| !is_empty_object(v))
+    pub fn object(&self) -> Option<&RawJson> {
+        self.object.as_ref().filter(|v| !is_empty_object(v))
     }
 
     /// The new object as a JSON tree (for patching); `None` when absent or empty.
@@ -195,7 +279,7 @@ impl AdmissionRequest {
 }
 
 /// `metadata.labels` of a raw object (empty when absent or malformed).
-pub fn labels_of(obj: &RawValue) -> BTreeMap<String, String> {
+pub fn labels_of(obj: &RawJson) -> BTreeMap<String, String> {
     #[derive(Deserialize, Default)]
     struct Meta {
         #[serde(default, deserialize_with = "nullable")]
@@ -211,7 +295,7 @@ pub fn labels_of(obj: &RawValue) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn is_empty_object(v: &RawValue) -> bool {
+fn is_empty_object(v: &RawJson) -> bool {
     let text = v.get().trim();
     text == "null"
         || (text.starts_with('{')
@@ -263,6 +347,80 @@ struct WireReview {
     request: Option<AdmissionRequest>,
 }
 
+/// The members of `request` kept as raw text, in this order.
+const RAW_MEMBERS: [&str; 3] = ["object", "oldObject", "options"];
+
+/// A review checked once as a whole ([`json::validate`]), with [`RAW_MEMBERS`] cut out of `request` as raw
+/// text: serde then reads only the small rest, instead of checking the objects (most of the bytes) a second
+/// time on their way into raw values.
+struct Split {
+    /// The review without the raw members.
+    rest: String,
+    /// The raw members (`None` when absent or `null`, as serde reads an `Option`).
+    raw: [Option<RawJson>; 3],
+}
+
+impl Split {
+    /// `None` for text that is not valid JSON, not an object, or where cutting could change what serde
+    /// reads (a key with an escape, `request` or a raw member written twice): the caller decodes the body
+    /// whole, and serde answers as it always does.
+    fn of(text: &str) -> Option<Self> {
+        let ends = json::validate(text)?;
+        fn push_member(rest: &mut String, key: &str, value: &str) {
+            if !rest.ends_with('{') {
+                rest.push(',');
+            }
+            rest.push('"');
+            rest.push_str(key); // no escape in it: the text between its quotes is the key
+            rest.push_str("\":");
+            rest.push_str(value);
+        }
+        let refuse = || Err(String::new());
+        let mut rest = String::with_capacity(1024);
+        let mut raw = [None, None, None];
+        let mut seen = [false; 3];
+        let mut request_seen = false;
+        rest.push('{');
+        let mut c = Cursor::new(text, &ends);
+        c.object(|c, key| {
+            let Cow::Borrowed(key) = key else {
+                return refuse();
+            };
+            if key != "request" || c.peek() != Some(b'{') {
+                // Not a request object (`null`, a string): serde says what it makes of it.
+                request_seen |= key == "request";
+                push_member(&mut rest, key, c.value());
+                return Ok(());
+            }
+            if std::mem::replace(&mut request_seen, true) {
+                return refuse();
+            }
+            push_member(&mut rest, key, "{");
+            c.object(|c, key| {
+                let Cow::Borrowed(key) = key else {
+                    return refuse();
+                };
+                let value = c.value();
+                let span = c.i - value.len()..c.i;
+                match RAW_MEMBERS.iter().position(|&m| m == key) {
+                    Some(m) if std::mem::replace(&mut seen[m], true) => return refuse(),
+                    Some(m) => {
+                        raw[m] = (value != "null").then(|| RawJson::checked(text, &ends, span))
+                    }
+                    None => push_member(&mut rest, key, value),
+                }
+                Ok(())
+            })
+            .unwrap_or_else(refuse)?;
+            rest.push('}');
+            Ok(())
+        })?
+        .ok()?;
+        rest.push('}');
+        Some(Self { rest, raw })
+    }
+}
+
 /// Decodes an AdmissionReview body.
 ///
 /// # Errors
@@ -275,8 +433,28 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionReview, ReviewError> {
     let text = std::str::from_utf8(body).map_err(|e| {
         ReviewError::Malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
-    let wire: WireReview =
-        serde_json::from_str(text).map_err(|e| ReviewError::Malformed(e.to_string()))?;
+    let wire = match Split::of(text) {
+        Some(Split { rest, raw }) => match serde_json::from_str::<WireReview>(&rest) {
+            Ok(mut wire) => {
+                if let Some(request) = &mut wire.request {
+                    [request.object, request.old_object, request.options] = raw;
+                }
+                wire
+            }
+            // The message names a place in the body as sent, not in the rest.
+            Err(_) => whole(text)?,
+        },
+        None => whole(text)?,
+    };
+    checked_review(wire)
+}
+
+/// The review read by serde from the body as a whole (serde's own message when it is not one).
+fn whole(text: &str) -> Result<WireReview, ReviewError> {
+    serde_json::from_str(text).map_err(|e| ReviewError::Malformed(e.to_string()))
+}
+
+fn checked_review(wire: WireReview) -> Result<AdmissionReview, ReviewError> {
     let api_version = match (wire.api_version.as_str(), wire.kind.as_str()) {
         (V1, "AdmissionReview") => V1,
         (V1BETA1, "AdmissionReview") => V1BETA1,
@@ -482,6 +660,69 @@ mod tests {
         assert!(r.request.object.is_none(), "null object reads as absent");
         assert_eq!(r.request.object_labels()[1], Some(BTreeMap::new()));
         assert!(r.request.is_dry_run(), "dryRun in DeleteOptions counts");
+    }
+
+    /// Every body decodes as serde alone decodes it: the same request (raw members included) or the same
+    /// error, message included, whether or not the cut applies.
+    #[test]
+    fn the_cut_decodes_as_serde_reads_the_whole_body() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut bodies: Vec<String> = ["examples/requests", "tests/fixtures"]
+            .iter()
+            .flat_map(|dir| walk(&root.join(dir)))
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .filter(|t| t.contains("AdmissionReview"))
+            .collect();
+        assert!(bodies.len() > 10, "found {} review bodies", bodies.len());
+        assert!(
+            bodies.iter().all(|b| Split::of(b).is_some()),
+            "the reviews an apiserver sends take the cut"
+        );
+        let head = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","#;
+        for request in [
+            r#""request":{"uid":"u","operation":"CREATE","object":{"a":[1,{"b":"c\"}"]}},"oldObject":null}"#,
+            r#""request":{"uid":"u","operation":"CREATE","object" : { } , "options":{"dryRun":["All"]}, "name":"n"}"#,
+            r#""request":{"operation":"DELETE","oldObject":{"x":1},"oldObject":{"x":2}}"#,
+            r#""request":{"operation":"DELETE","old\u004fbject":{"x":1}}"#,
+            r#""request":{"operation":"CREATE","object":{}},"request":{"operation":"DELETE"}"#,
+            r#""request":{"operation":"CREATE","object":{}},"request":null"#,
+            r#""request":null,"request":{"operation":"CREATE"}"#,
+            r#""request":"yes""#,
+            r#""request":{"operation":"EXPLODE","object":{"spec":{}}}"#,
+            r#""request":{"uid":7,"operation":"CREATE","object":{}}"#,
+            r#""request":{"operation":"CREATE","object":{"a":01}}"#,
+            r#""request":{"operation":"CREATE","object":{"a":"tab	"}}"#,
+            r#""request":{"operation":"CREATE","object":[1,2,]}"#,
+            r#""requ\u0065st":{"operation":"CREATE","object":{}}"#,
+            r#""request":{"operation":"CREATE","unknown":{"deep":[[[]]]},"object":true}"#,
+        ] {
+            bodies.push(format!("{head}{request}}}"));
+        }
+        for body in &bodies {
+            let by_serde = whole(body).and_then(checked_review);
+            assert_eq!(
+                format!("{:?}", decode_review(body.as_bytes())),
+                format!("{by_serde:?}"),
+                "{body}"
+            );
+        }
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|e| {
+                let path = e.path();
+                if path.is_dir() {
+                    walk(&path)
+                } else {
+                    vec![path]
+                }
+            })
+            .collect()
     }
 
     #[test]

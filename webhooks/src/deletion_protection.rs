@@ -10,9 +10,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
-use crate::admission::{AdmissionRequest, Operation};
+use crate::admission::{AdmissionRequest, Operation, RawJson};
 use crate::features::{FeatureGates, RESOURCES_DELETION_PROTECTION};
 use crate::registry::{DELETE_PROTECTION_LABEL, Handler};
 use crate::verdict::{Denial, ProtectionMetric, ProtectionRecord, SideEffect, Verdict};
@@ -151,7 +150,7 @@ impl<S> Object<S> {
     }
 }
 
-fn decode<'a, S: Deserialize<'a>>(old: &'a RawValue) -> Result<Object<S>, WebhookError> {
+fn decode<'a, S: Deserialize<'a>>(old: &'a RawJson) -> Result<Object<S>, WebhookError> {
     serde_json::from_str::<Object<S>>(old.get()).map_err(WebhookError::decode)
 }
 

@@ -17,6 +17,7 @@ pub mod error;
 pub mod features;
 pub mod fixture;
 pub mod gojson;
+mod json;
 pub mod patch;
 pub mod pod;
 pub mod quantity;

@@ -21,9 +21,10 @@ use std::ops::Range;
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::admission::RawJson;
+use crate::json::{Cursor, unquote};
 use crate::patch::{self, Step};
 
 /// How a container list appeared in the request.
@@ -119,15 +120,6 @@ impl<'l> RawContainer<'l> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-    }
-}
-
-/// The text of a JSON string literal: borrowed when it has no escape, decoded otherwise (`None` when it is
-/// not a string literal).
-fn unquote(literal: &str, escaped: bool) -> Option<Cow<'_, str>> {
-    match literal.get(1..literal.len().saturating_sub(1)) {
-        Some(inner) if !escaped && literal.starts_with('"') => Some(Cow::Borrowed(inner)),
-        _ => serde_json::from_str(literal).ok().map(Cow::Owned),
     }
 }
 
@@ -346,157 +338,34 @@ pub struct RawPod<'a> {
     pub volumes: RawList<'a>,
 }
 
-/// The index just past the string whose opening quote is at `open`, and whether it has an escape.
-#[inline]
-fn string_end(b: &[u8], open: usize) -> (usize, bool) {
-    let mut j = open + 1;
-    let mut escaped = false;
-    loop {
-        j = crate::scan::quote_or_backslash(b, j);
-        match b.get(j) {
-            Some(b'\\') => {
-                escaped = true;
-                j += 2;
-            }
-            Some(_) => return (j + 1, escaped),
-            None => return (b.len(), escaped),
-        }
-    }
-}
-
-/// Structural reading of text already known to be valid JSON (it came out of a [`RawValue`]): where values
-/// start and end, in one pass, without building them.
-struct Cursor<'a> {
-    text: &'a str,
-    i: usize,
-}
-
-impl<'a> Cursor<'a> {
-    /// A cursor at the start of `text`, which must be valid JSON.
-    fn new(text: &'a str) -> Self {
-        Self { text, i: 0 }
-    }
-
-    fn bytes(&self) -> &'a [u8] {
-        self.text.as_bytes()
-    }
-
-    fn peek(&mut self) -> Option<u8> {
-        let b = self.bytes();
-        while self.i < b.len() && matches!(b[self.i], b' ' | b'\n' | b'\r' | b'\t') {
-            self.i += 1;
-        }
-        b.get(self.i).copied()
-    }
-
-    /// Moves past one value and returns its text.
-    fn value(&mut self) -> &'a str {
-        self.peek();
-        let b = self.bytes();
-        let start = self.i;
-        let mut i = start;
-        match b.get(i) {
-            Some(b'"') => i = string_end(b, i).0,
-            Some(b'{' | b'[') => {
-                let mut depth = 0usize;
-                while let Some(&c) = b.get(i) {
-                    match c {
-                        b'"' => {
-                            i = string_end(b, i).0;
-                            continue;
-                        }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                i += 1;
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                    i += 1;
-                }
-            }
-            _ => {
-                while b.get(i).is_some_and(|c| {
-                    !matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
-                }) {
-                    i += 1;
-                }
-            }
-        }
-        self.i = i;
-        &self.text[start..i]
-    }
-
-    /// Consumes a `null` if that is what comes next.
-    fn null(&mut self) -> bool {
-        let is_null = self.peek() == Some(b'n');
-        if is_null {
-            self.value();
-        }
-        is_null
-    }
-
-    /// After a member or an element: past the `,`.
-    fn separator(&mut self) {
-        if self.peek() == Some(b',') {
-            self.i += 1;
-        }
-    }
-
-    /// Calls `each(self, key)`, which consumes the value, for every member of the object at the cursor;
-    /// `None` (nothing consumed) when it is not an object.
-    fn object(
-        &mut self,
-        mut each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>,
-    ) -> Option<Result<(), String>> {
-        if self.peek() != Some(b'{') {
-            return None;
-        }
-        self.i += 1;
-        while self.peek() == Some(b'"') {
-            let start = self.i;
-            let (end, escaped) = string_end(self.bytes(), start);
-            self.i = end;
-            let key = unquote(&self.text[start..end], escaped).unwrap_or_default();
-            self.peek();
-            self.i += 1; // the `:`
-            if let Err(e) = each(self, key) {
-                return Some(Err(e));
-            }
-            self.separator();
-        }
-        self.i += 1; // the `}`
-        Some(Ok(()))
-    }
-}
-
 fn value(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
-/// A value kept as text when the pod was read: part of a [`RawValue`], so valid JSON (and no deeper than
+/// A value kept as text when the pod was read: part of a [`RawJson`], so valid JSON (and no deeper than
 /// the request itself), and this parse does not fail.
 fn kept_value(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 impl<'a> RawPod<'a> {
-    /// Reads the pod of a request (a [`RawValue`], so known to be valid JSON).
+    /// Reads the pod of a request (a [`RawJson`], so known to be valid JSON).
     ///
     /// # Errors
     /// A message when it is not an object, its spec is neither an object nor null, or a container list is
     /// not a list of objects with string names.
-    pub fn parse(raw: &'a RawValue) -> Result<Self, String> {
+    pub fn parse(raw: &'a RawJson) -> Result<Self, String> {
+        Self::parse_valid(raw.cursor())
+    }
+
+    /// [`RawPod::parse`] of text [`crate::json::validate`] accepted.
+    fn parse_valid(mut cursor: Cursor<'a>) -> Result<Self, String> {
         let mut top = Map::new();
         let absent = || {
             ["initContainers", "containers", "volumes"].map(|k| RawList::new(k, Presence::Absent))
         };
         let mut lists = absent();
         let mut kept: Vec<Kept<'a>> = Vec::new();
-        let mut cursor = Cursor::new(raw.get());
         cursor
             .object(|c, key| {
                 let (section, fields): (&'static str, &[&str]) = match &*key {
@@ -555,8 +424,13 @@ impl<'a> RawPod<'a> {
     /// # Errors
     /// The JSON error, or those of [`RawPod::parse`].
     pub fn parse_str(text: &'a str) -> Result<Self, String> {
-        let raw: &'a RawValue = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        Self::parse(raw)
+        if !crate::json::is_valid(text) {
+            // serde_json's message says where and what.
+            return Err(serde_json::from_str::<serde::de::IgnoredAny>(text)
+                .err()
+                .map_or_else(|| "invalid JSON".to_owned(), |e| e.to_string()));
+        }
+        Self::parse_valid(Cursor::new(text, &[]))
     }
 
     /// The whole pod as it stands, lists and kept members included.

@@ -88,7 +88,7 @@ pub fn mutate(req: &AdmissionRequest) -> Result<Verdict, WebhookError> {
     }
     let raw = req
         .object
-        .as_deref()
+        .as_ref()
         .ok_or_else(|| WebhookError::decode("there is no content to decode"))?;
     let original: Value = serde_json::from_str(raw.get()).map_err(WebhookError::decode)?;
     let mut defaulted = original.clone();

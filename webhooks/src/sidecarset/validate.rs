@@ -42,7 +42,7 @@ use serde_json::Value;
 
 use self::field_error::{BadValue, FieldError, FieldPath, aggregate, go_quote};
 use self::model::{Spec, Subject, UpdateStrategy};
-use crate::admission::{AdmissionRequest, Operation};
+use crate::admission::{AdmissionRequest, Operation, RawJson};
 use crate::api::sidecarset::{BASE_ANNOTATION, InjectionRevision, SidecarSet, SidecarSetSpec};
 use crate::sidecarset::revision::historical;
 use crate::view::SidecarSetView;
@@ -94,9 +94,9 @@ pub fn validate(
     if !VERSIONS.contains(&version) {
         return Err(WebhookError::UnsupportedVersion(version.to_owned()));
     }
-    let subject = decode(req.object.as_deref().map(|o| o.get()))?;
+    let subject = decode(req.object.as_ref().map(RawJson::get))?;
     let old = match req.operation {
-        Operation::Update => Some(decode(req.old_object.as_deref().map(|o| o.get()))?),
+        Operation::Update => Some(decode(req.old_object.as_ref().map(RawJson::get))?),
         _ => None,
     };
     let errors = validate_sidecarset(&subject, old.as_ref(), view, ctx)?;

@@ -1,0 +1,472 @@
+//! JSON text read without building values: a strict validator ([`is_valid`]) and a structural cursor over
+//! text it accepted ([`Cursor`]). Admission requests are checked once, here, and their objects then read
+//! in place (the raw pod, the split of a review in `admission`).
+
+use std::borrow::Cow;
+
+use crate::scan;
+
+/// Where the containers of a valid text close: for each `{` and `[`, in the order they open, its offset and
+/// the offset just past its matching `}` or `]`. A [`Cursor`] given them moves past a container in one step.
+pub(crate) type Ends = Vec<(usize, usize)>;
+
+/// Whether `text` is exactly one JSON value (RFC 8259) with whitespace around it: as strict as serde_json
+/// when it skips a value (the checks behind `serde_json::from_str::<IgnoredAny>`). Strings: no control
+/// character, escapes among `\" \\ \/ \b \f \n \r \t \uXXXX`; numbers: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`;
+/// no trailing comma; any depth (no recursion: the open containers are a stack). UTF-8 is given by `&str`.
+pub(crate) fn is_valid(text: &str) -> bool {
+    validate(text).is_some()
+}
+
+/// [`is_valid`], and where the containers of a valid text close.
+pub(crate) fn validate(text: &str) -> Option<Ends> {
+    let mut ends = Vec::new();
+    check(text.as_bytes(), &mut ends).map(|()| ends)
+}
+
+fn check(b: &[u8], ends: &mut Ends) -> Option<()> {
+    // The open containers, innermost last: whether it is an object, and its place in `ends`.
+    let mut open: Vec<(bool, usize)> = Vec::new();
+    let mut i = whitespace(b, 0);
+    'value: loop {
+        // A value starts at `i`.
+        match *b.get(i)? {
+            c @ (b'{' | b'[') => {
+                let at = ends.len();
+                ends.push((i, 0));
+                let object = c == b'{';
+                i = whitespace(b, i + 1);
+                if b.get(i) == Some(if object { &b'}' } else { &b']' }) {
+                    i += 1;
+                    ends[at].1 = i;
+                } else {
+                    open.push((object, at));
+                    if object {
+                        i = key(b, i)?;
+                    }
+                    continue 'value;
+                }
+            }
+            b'"' => i = string(b, i)?,
+            b't' => i = literal(b, i, b"true")?,
+            b'f' => i = literal(b, i, b"false")?,
+            b'n' => i = literal(b, i, b"null")?,
+            b'-' | b'0'..=b'9' => i = number(b, i)?,
+            _ => return None,
+        }
+        // After a value: close containers until the next member or element, or the end.
+        loop {
+            i = whitespace(b, i);
+            match (open.last(), b.get(i)) {
+                (None, None) => return Some(()),
+                (Some(&(object, _)), Some(b',')) => {
+                    i = whitespace(b, i + 1);
+                    if object {
+                        i = key(b, i)?;
+                    }
+                    continue 'value;
+                }
+                (Some(&(true, at)), Some(b'}')) | (Some(&(false, at)), Some(b']')) => {
+                    open.pop();
+                    i += 1;
+                    ends[at].1 = i;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// The entries of `ends` (of a whole text) for the value at `span` of it, with offsets from its start.
+pub(crate) fn ends_within(ends: &[(usize, usize)], span: std::ops::Range<usize>) -> Ends {
+    let first = ends.partition_point(|e| e.0 < span.start);
+    let last = ends.partition_point(|e| e.0 < span.end);
+    ends[first..last]
+        .iter()
+        .map(|&(open, close)| (open - span.start, close - span.start))
+        .collect()
+}
+
+#[inline(always)]
+fn whitespace(b: &[u8], mut i: usize) -> usize {
+    // Most JSON an apiserver sends has none: one test.
+    while let Some(&c) = b.get(i)
+        && c <= b' '
+        && matches!(c, b' ' | b'\n' | b'\r' | b'\t')
+    {
+        i += 1;
+    }
+    i
+}
+
+/// A member's key at `i` and its `:`: the index of the value after it.
+fn key(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let i = whitespace(b, string(b, i)?);
+    (b.get(i) == Some(&b':')).then(|| whitespace(b, i + 1))
+}
+
+/// The index just past the valid string whose opening quote is at `open`.
+#[inline(always)]
+fn string(b: &[u8], open: usize) -> Option<usize> {
+    let mut j = open + 1;
+    loop {
+        j = scan::json_escape(b, j);
+        if *b.get(j)? == b'"' {
+            return Some(j + 1);
+        }
+        j = escape(b, j)?;
+    }
+}
+
+/// Past the escape (or control character: `None`) at `j` in a string.
+#[inline(never)]
+fn escape(b: &[u8], j: usize) -> Option<usize> {
+    if b[j] != b'\\' {
+        return None; // a control character
+    }
+    match *b.get(j + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(j + 2),
+        b'u' if b.get(j + 2..j + 6)?.iter().all(u8::is_ascii_hexdigit) => Some(j + 6),
+        _ => None,
+    }
+}
+
+fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+    (b.get(i..i + word.len())? == word).then_some(i + word.len())
+}
+
+fn digits(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// One or more digits from `i`: the index after them.
+fn some_digits(b: &[u8], i: usize) -> Option<usize> {
+    let end = digits(b, i);
+    (end > i).then_some(end)
+}
+
+fn number(b: &[u8], mut i: usize) -> Option<usize> {
+    if b[i] == b'-' {
+        i += 1;
+    }
+    i = match *b.get(i)? {
+        b'0' => i + 1,
+        b'1'..=b'9' => digits(b, i),
+        _ => return None,
+    };
+    if b.get(i) == Some(&b'.') {
+        i = some_digits(b, i + 1)?;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        i = some_digits(b, i)?;
+    }
+    Some(i)
+}
+
+/// The index just past the string whose opening quote is at `open`, and whether it has an escape.
+#[inline]
+pub(crate) fn string_end(b: &[u8], open: usize) -> (usize, bool) {
+    let mut j = open + 1;
+    let mut escaped = false;
+    loop {
+        j = scan::quote_or_backslash(b, j);
+        match b.get(j) {
+            Some(b'\\') => {
+                escaped = true;
+                j += 2;
+            }
+            Some(_) => return (j + 1, escaped),
+            None => return (b.len(), escaped),
+        }
+    }
+}
+
+/// The text of a JSON string literal: borrowed when it has no escape, decoded otherwise (`None` when it is
+/// not a string literal).
+pub(crate) fn unquote(literal: &str, escaped: bool) -> Option<Cow<'_, str>> {
+    match literal.get(1..literal.len().saturating_sub(1)) {
+        Some(inner) if !escaped && literal.starts_with('"') => Some(Cow::Borrowed(inner)),
+        _ => serde_json::from_str(literal).ok().map(Cow::Owned),
+    }
+}
+
+/// Structural reading of text known to be valid JSON ([`is_valid`] accepted it): where values start and
+/// end, in one pass, without building them.
+pub(crate) struct Cursor<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) i: usize,
+    /// Where its containers close (or none known: containers are then read through).
+    ends: &'a [(usize, usize)],
+    /// The first entry of `ends` that may be at or after the cursor.
+    next_end: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `text`, which must be valid JSON, with where its containers close (all of
+    /// them, as [`validate`] gives them, or none).
+    pub(crate) fn new(text: &'a str, ends: &'a [(usize, usize)]) -> Self {
+        Self {
+            text,
+            i: 0,
+            ends,
+            next_end: 0,
+        }
+    }
+
+    /// Where the container opening at `start` closes, when known.
+    fn end_of(&mut self, start: usize) -> Option<usize> {
+        while self.ends.get(self.next_end).is_some_and(|e| e.0 < start) {
+            self.next_end += 1;
+        }
+        self.ends
+            .get(self.next_end)
+            .filter(|e| e.0 == start)
+            .map(|e| e.1)
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    /// The next byte that is not whitespace (the cursor moves to it).
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.i = whitespace(self.bytes(), self.i);
+        self.bytes().get(self.i).copied()
+    }
+
+    /// Moves past one value and returns its text.
+    pub(crate) fn value(&mut self) -> &'a str {
+        self.peek();
+        let b = self.bytes();
+        let start = self.i;
+        let mut i = start;
+        match b.get(i) {
+            Some(b'"') => i = string_end(b, i).0,
+            Some(b'{' | b'[') if let Some(end) = self.end_of(start) => i = end,
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                while let Some(&c) = b.get(i) {
+                    match c {
+                        b'"' => {
+                            i = string_end(b, i).0;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                i += 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            _ => {
+                while b.get(i).is_some_and(|c| {
+                    !matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+                }) {
+                    i += 1;
+                }
+            }
+        }
+        self.i = i;
+        &self.text[start..i]
+    }
+
+    /// Consumes a `null` if that is what comes next.
+    pub(crate) fn null(&mut self) -> bool {
+        let is_null = self.peek() == Some(b'n');
+        if is_null {
+            self.value();
+        }
+        is_null
+    }
+
+    /// After a member or an element: past the `,`.
+    pub(crate) fn separator(&mut self) {
+        if self.peek() == Some(b',') {
+            self.i += 1;
+        }
+    }
+
+    /// Calls `each(self, key)`, which consumes the value, for every member of the object at the cursor;
+    /// `None` (nothing consumed) when it is not an object.
+    pub(crate) fn object(
+        &mut self,
+        mut each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>,
+    ) -> Option<Result<(), String>> {
+        if self.peek() != Some(b'{') {
+            return None;
+        }
+        self.i += 1;
+        while self.peek() == Some(b'"') {
+            let start = self.i;
+            let (end, escaped) = string_end(self.bytes(), start);
+            self.i = end;
+            let key = unquote(&self.text[start..end], escaped).unwrap_or_default();
+            self.peek();
+            self.i += 1; // the `:`
+            if let Err(e) = each(self, key) {
+                return Some(Err(e));
+            }
+            self.separator();
+        }
+        self.i += 1; // the `}`
+        Some(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde::de::IgnoredAny;
+
+    fn serde_accepts(text: &str) -> bool {
+        serde_json::from_str::<IgnoredAny>(text).is_ok()
+    }
+
+    #[test]
+    fn accepts_and_refuses_what_serde_does() {
+        let cases = [
+            "null",
+            " true ",
+            "false",
+            "nul",
+            "nulll",
+            "0",
+            "-0",
+            "01",
+            "-",
+            "1.",
+            "1.5",
+            ".5",
+            "1e5",
+            "1E+5",
+            "1e-",
+            "1e",
+            "-1.25e-7",
+            "1.5e400",
+            r#""""#,
+            r#""a\"b""#,
+            r#""\u00e9\/\b\f\n\r\t\\""#,
+            r#""\u00g9""#,
+            r#""\u00e""#,
+            r#""\x""#,
+            "\"tab\there\"",
+            "\"unterminated",
+            r#""\"#,
+            "{}",
+            "[]",
+            "{ }",
+            "[ ]",
+            r#"{"a":1}"#,
+            r#"{"a":1,}"#,
+            r#"{"a" : [1, 2 , {"b":null}] }"#,
+            r#"{"a":1 "b":2}"#,
+            r#"{a:1}"#,
+            r#"{"a"}"#,
+            r#"{"a":}"#,
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "[1,2]]",
+            "[[[]]]",
+            "[[[]]",
+            "{]",
+            "[}",
+            "",
+            "   ",
+            "1 2",
+            r#"{"a":1}x"#,
+            "\u{feff}{}",
+            "{\"k\":\"é\"}",
+            "[\u{0c}]",
+        ];
+        for case in cases {
+            assert_eq!(is_valid(case), serde_accepts(case), "{case:?}");
+        }
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        assert_eq!(is_valid(&deep), serde_accepts(&deep));
+    }
+
+    /// The members of the object at the cursor, as (key, value text).
+    fn members(mut c: Cursor<'_>, out: &mut Vec<(String, String)>) {
+        c.object(|c, key| {
+            let value = c.value();
+            out.push((key.into_owned(), value.to_owned()));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_cursor_given_the_ends_reads_what_a_cursor_reading_through_reads() {
+        let doc = r#" { "a" : [1, {"b": "}]"}, []] , "c":{"d":{"e":[[{}]]}}, "f":"x\"{", "g": {} ,"h":null} "#;
+        let ends = validate(doc).unwrap();
+        assert_eq!(ends.len(), 10, "{ends:?}");
+        for &(open, close) in &ends {
+            assert!(matches!(&doc[open..open + 1], "{" | "["));
+            assert!(matches!(&doc[close - 1..close], "}" | "]"));
+            assert!(is_valid(&doc[open..close]), "{}", &doc[open..close]);
+        }
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        members(Cursor::new(doc, &ends), &mut with);
+        members(Cursor::new(doc, &[]), &mut without);
+        assert_eq!(with, without);
+        assert_eq!(with.len(), 5);
+        // A value cut out keeps the ends inside it, from its own start.
+        let span = doc.find(r#"{"d""#).unwrap()..doc.find(r#", "f""#).unwrap();
+        let inner = ends_within(&ends, span.clone());
+        assert_eq!(inner.len(), 5);
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        members(Cursor::new(&doc[span.clone()], &inner), &mut with);
+        members(Cursor::new(&doc[span], &[]), &mut without);
+        assert_eq!(with, without);
+        assert_eq!(with, [("d".to_owned(), r#"{"e":[[{}]]}"#.to_owned())]);
+    }
+
+    fn json_text() -> impl Strategy<Value = String> {
+        let token = prop::sample::select(vec![
+            "{", "}", "[", "]", ",", ":", "\"", "\"k\"", "\"v\"", "\\", "\\u00e9", "\\n", "0", "1",
+            "-", ".", "e", "+", "true", "null", "fa", "lse", " ", "\n", "\t", "\u{1}", "é",
+            "\"a\":", "[1,2]", "{}",
+        ]);
+        prop::collection::vec(token, 0..24).prop_map(|t| t.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Random texts over JSON's own characters: the validator agrees with serde on each.
+        #[test]
+        fn agrees_with_serde_on_any_text(text in json_text()) {
+            prop_assert_eq!(is_valid(&text), serde_accepts(&text), "{:?}", text);
+        }
+
+        /// Valid documents cut at any byte or with a byte replaced: still in agreement.
+        #[test]
+        fn agrees_with_serde_on_damaged_documents(cut in 0usize..200, at in 0usize..200, with in 0u8..128) {
+            let doc = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p\u00e9","labels":{"a":"b"}},"spec":{"containers":[{"name":"c","ports":[{"containerPort":80}],"x":-1.5e3,"y":[true,false,null]}]}}"#;
+            let cut = &doc[..cut.min(doc.len())];
+            prop_assert_eq!(is_valid(cut), serde_accepts(cut), "{:?}", cut);
+            let mut bytes = doc.as_bytes().to_vec();
+            let at = at % bytes.len();
+            bytes[at] = with;
+            let damaged = String::from_utf8(bytes).expect("ASCII stays UTF-8");
+            prop_assert_eq!(is_valid(&damaged), serde_accepts(&damaged), "{:?}", damaged);
+        }
+    }
+}
