@@ -61,9 +61,12 @@ fn request() -> AdmissionRequest {
         containers = containers.join(",")
     );
     let review = format!(
-        r#"{{"uid":"b","kind":{{"group":"","version":"v1","kind":"Pod"}},"resource":{{"group":"","version":"v1","resource":"pods"}},"namespace":"default","operation":"CREATE","object":{pod}}}"#
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"b","kind":{{"group":"","version":"v1","kind":"Pod"}},"resource":{{"group":"","version":"v1","resource":"pods"}},"namespace":"default","operation":"CREATE","object":{pod}}}}}"#
     );
-    serde_json::from_str(&review).unwrap()
+    // Decoded as the server decodes a body.
+    kruise_webhooks::admission::decode_review(review.as_bytes())
+        .unwrap()
+        .request
 }
 
 fn percentiles(
