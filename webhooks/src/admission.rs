@@ -360,6 +360,15 @@ struct Split {
     raw: [Option<RawJson>; 3],
 }
 
+/// A key as written, when it has no escape: the cursor decodes an escaped key (`Owned`), and reads one
+/// it cannot decode (a lone surrogate) as `""`, so an empty key is refused too.
+fn plain(key: Cow<'_, str>) -> Option<&str> {
+    match key {
+        Cow::Borrowed(k) if !k.is_empty() => Some(k),
+        _ => None,
+    }
+}
+
 impl Split {
     /// `None` for text that is not valid JSON, not an object, or where cutting could change what serde
     /// reads (a key with an escape, `request` or a raw member written twice): the caller decodes the body
@@ -383,7 +392,7 @@ impl Split {
         rest.push('{');
         let mut c = Cursor::new(text, &ends);
         c.object(|c, key| {
-            let Cow::Borrowed(key) = key else {
+            let Some(key) = plain(key) else {
                 return refuse();
             };
             if key != "request" || c.peek() != Some(b'{') {
@@ -397,7 +406,7 @@ impl Split {
             }
             push_member(&mut rest, key, "{");
             c.object(|c, key| {
-                let Cow::Borrowed(key) = key else {
+                let Some(key) = plain(key) else {
                     return refuse();
                 };
                 let value = c.value();
@@ -696,6 +705,9 @@ mod tests {
             r#""request":{"operation":"CREATE","object":[1,2,]}"#,
             r#""requ\u0065st":{"operation":"CREATE","object":{}}"#,
             r#""request":{"operation":"CREATE","unknown":{"deep":[[[]]]},"object":true}"#,
+            r#""request":{"operation":"CREATE","obj\ud800ect":{},"object":{}}"#,
+            r#""request":{"operation":"CREATE","":1,"object":{}}"#,
+            r#""":{"x":1},"request":{"operation":"CREATE","object":{}}"#,
         ] {
             bodies.push(format!("{head}{request}}}"));
         }
