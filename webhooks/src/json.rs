@@ -316,7 +316,11 @@ impl<'a> Cursor<'a> {
             let start = self.i;
             let (end, escaped) = string_end(self.bytes(), start);
             self.i = end;
-            let key = unquote(&self.text[start..end], escaped).unwrap_or_default();
+            let key = if escaped {
+                unquote(&self.text[start..end], true).unwrap_or_default()
+            } else {
+                Cow::Borrowed(&self.text[start + 1..end - 1])
+            };
             self.peek();
             self.i += 1; // the `:`
             if let Err(e) = each(self, key) {
