@@ -711,6 +711,12 @@ mod tests {
         ] {
             bodies.push(format!("{head}{request}}}"));
         }
+        // Deeper than the check follows: decoded by serde alone.
+        let deep = "[".repeat(2 * json::MAX_DEPTH) + &"]".repeat(2 * json::MAX_DEPTH);
+        bodies.push(format!(
+            r#"{head}"request":{{"operation":"CREATE","object":{{"a":{deep}}}}}}}"#
+        ));
+        assert!(Split::of(bodies.last().expect("pushed")).is_none());
         for body in &bodies {
             let by_serde = whole(body).and_then(checked_review);
             assert_eq!(

@@ -1,4 +1,4 @@
-//! JSON text read without building values: a strict validator ([`is_valid`]) and a structural cursor over
+//! JSON text read without building values: a strict validator ([`validate`]) and a structural cursor over
 //! text it accepted ([`Cursor`]). Admission requests are checked once, here, and their objects then read
 //! in place (the raw pod, the split of a review in `admission`).
 
@@ -8,38 +8,61 @@ use crate::scan;
 
 /// Where the containers of a valid text close: for each `{` and `[`, in the order they open, its offset and
 /// the offset just past its matching `}` or `]`. A [`Cursor`] given them moves past a container in one step.
+/// At most [`MAX_ENDS`] are recorded, the first to open; a cursor reads through the others.
 pub(crate) type Ends = Vec<(usize, usize)>;
 
-/// Whether `text` is exactly one JSON value (RFC 8259) with whitespace around it: as strict as serde_json
-/// when it skips a value (the checks behind `serde_json::from_str::<IgnoredAny>`). Strings: no control
-/// character, escapes among `\" \\ \/ \b \f \n \r \t \uXXXX`; numbers: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`;
-/// no trailing comma; any depth (no recursion: the open containers are a stack). UTF-8 is given by `&str`.
+/// How many container ends [`validate`] records: far more than a pod has (one per env var, port, mount…),
+/// and a bound on what a body of many small containers makes it allocate (1 MiB).
+pub(crate) const MAX_ENDS: usize = 1 << 16;
+
+/// How deep [`validate`] follows containers: far deeper than any Kubernetes object (serde_json builds a
+/// `Value` 128 deep at most); a deeper text is not accepted, and callers fall back to serde, which skips
+/// it with one byte per level.
+pub(crate) const MAX_DEPTH: usize = 1024;
+
+/// Whether [`validate`] accepts `text`.
+#[cfg(test)]
 pub(crate) fn is_valid(text: &str) -> bool {
     validate(text).is_some()
 }
 
-/// [`is_valid`], and where the containers of a valid text close.
+/// Checks that `text` is exactly one JSON value (RFC 8259) with whitespace around it, with at most
+/// [`MAX_DEPTH`] containers around any value: as strict as serde_json when it skips a value (the checks behind
+/// `serde_json::from_str::<IgnoredAny>`). Strings: no control character, escapes among
+/// `\" \\ \/ \b \f \n \r \t \uXXXX`; numbers: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`; no trailing
+/// comma; no recursion (the open containers are a stack). UTF-8 is given by `&str`. `Some` with where
+/// its containers close when it is.
 pub(crate) fn validate(text: &str) -> Option<Ends> {
     let mut ends = Vec::new();
-    check(text.as_bytes(), &mut ends).map(|()| ends)
+    check(text.as_bytes(), &mut ends, MAX_ENDS).map(|()| ends)
 }
 
-fn check(b: &[u8], ends: &mut Ends) -> Option<()> {
-    // The open containers, innermost last: whether it is an object, and its place in `ends`.
+fn check(b: &[u8], ends: &mut Ends, max_ends: usize) -> Option<()> {
+    // The open containers, innermost last: whether it is an object, and its place in `ends` (`usize::MAX`
+    // once `max_ends` are recorded: the rest are read through).
     let mut open: Vec<(bool, usize)> = Vec::new();
     let mut i = whitespace(b, 0);
     'value: loop {
         // A value starts at `i`.
         match *b.get(i)? {
             c @ (b'{' | b'[') => {
-                let at = ends.len();
-                ends.push((i, 0));
                 let object = c == b'{';
+                let at = if ends.len() < max_ends {
+                    ends.push((i, 0));
+                    ends.len() - 1
+                } else {
+                    usize::MAX
+                };
                 i = whitespace(b, i + 1);
                 if b.get(i) == Some(if object { &b'}' } else { &b']' }) {
                     i += 1;
-                    ends[at].1 = i;
+                    if let Some(end) = ends.get_mut(at) {
+                        end.1 = i;
+                    }
                 } else {
+                    if open.len() == MAX_DEPTH {
+                        return None;
+                    }
                     open.push((object, at));
                     if object {
                         i = key(b, i)?;
@@ -69,7 +92,9 @@ fn check(b: &[u8], ends: &mut Ends) -> Option<()> {
                 (Some(&(true, at)), Some(b'}')) | (Some(&(false, at)), Some(b']')) => {
                     open.pop();
                     i += 1;
-                    ends[at].1 = i;
+                    if let Some(end) = ends.get_mut(at) {
+                        end.1 = i;
+                    }
                 }
                 _ => return None,
             }
@@ -200,7 +225,7 @@ pub(crate) fn unquote(literal: &str, escaped: bool) -> Option<Cow<'_, str>> {
     }
 }
 
-/// Structural reading of text known to be valid JSON ([`is_valid`] accepted it): where values start and
+/// Structural reading of text known to be valid JSON ([`validate`] accepted it): where values start and
 /// end, in one pass, without building them.
 pub(crate) struct Cursor<'a> {
     pub(crate) text: &'a str,
@@ -403,8 +428,20 @@ mod tests {
         for case in cases {
             assert_eq!(is_valid(case), serde_accepts(case), "{case:?}");
         }
-        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
-        assert_eq!(is_valid(&deep), serde_accepts(&deep));
+        let nested = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
+        // The innermost `[]` holds no value: MAX_DEPTH containers are around the deepest one.
+        assert_eq!(
+            validate(&nested(MAX_DEPTH + 1)).map(|e| e.len()),
+            Some(MAX_DEPTH + 1)
+        );
+        assert!(serde_accepts(&nested(MAX_DEPTH + 2)));
+        assert!(!is_valid(&nested(MAX_DEPTH + 2)), "deeper: left to serde");
+        let wide = format!("[{}[]]", "{},".repeat(MAX_ENDS + 10));
+        assert_eq!(
+            validate(&wide).map(|e| e.len()),
+            Some(MAX_ENDS),
+            "recording stops"
+        );
     }
 
     /// The members of the object at the cursor, as (key, value text).
@@ -431,6 +468,15 @@ mod tests {
         members(Cursor::new(doc, &[]), &mut without);
         assert_eq!(with, without);
         assert_eq!(with.len(), 5);
+        // Past the bound, the first containers to open keep their ends and the cursor reads through the rest.
+        for max_ends in 0..ends.len() {
+            let mut first = Vec::new();
+            check(doc.as_bytes(), &mut first, max_ends).unwrap();
+            assert_eq!(first, ends[..max_ends], "{max_ends}");
+            let mut bounded = Vec::new();
+            members(Cursor::new(doc, &first), &mut bounded);
+            assert_eq!(bounded, without, "{max_ends}");
+        }
         // A value cut out keeps the ends inside it, from its own start.
         let span = doc.find(r#"{"d""#).unwrap()..doc.find(r#", "f""#).unwrap();
         let inner = ends_within(&ends, span.clone());

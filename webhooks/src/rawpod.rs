@@ -424,12 +424,7 @@ impl<'a> RawPod<'a> {
     /// # Errors
     /// The JSON error, or those of [`RawPod::parse`].
     pub fn parse_str(text: &'a str) -> Result<Self, String> {
-        if !crate::json::is_valid(text) {
-            // serde_json's message says where and what.
-            return Err(serde_json::from_str::<serde::de::IgnoredAny>(text)
-                .err()
-                .map_or_else(|| "invalid JSON".to_owned(), |e| e.to_string()));
-        }
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| e.to_string())?;
         Self::parse_valid(Cursor::new(text, &[]))
     }
 
