@@ -46,14 +46,6 @@ impl RawJson {
         Self::unmapped(value.to_string().into_boxed_str())
     }
 
-    /// `text` when it is one valid JSON value.
-    ///
-    /// # Errors
-    /// serde_json's message when it is not.
-    pub fn from_string(text: String) -> Result<Self, serde_json::Error> {
-        RawValue::from_string(text).map(|raw| Self::unmapped(raw.into()))
-    }
-
     fn unmapped(text: Box<str>) -> Self {
         Self {
             text,

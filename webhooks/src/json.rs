@@ -237,8 +237,8 @@ pub(crate) struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    /// A cursor at the start of `text`, which must be valid JSON, with where its containers close (all of
-    /// them, as [`validate`] gives them, or none).
+    /// A cursor at the start of `text`, which must be valid JSON, with where its containers close (as
+    /// [`validate`] records them: the first to open, up to [`MAX_ENDS`]; or none).
     pub(crate) fn new(text: &'a str, ends: &'a [(usize, usize)]) -> Self {
         Self {
             text,
