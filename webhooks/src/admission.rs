@@ -776,7 +776,7 @@ mod tests {
     #[test]
     fn encodes_the_patch_as_a_base64_string_and_echoes_version_and_uid() {
         let mut v = Verdict::allow();
-        v.patch = serde_json::from_value(
+        v.patch = crate::patch::from_json(
             json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]),
         )
         .unwrap();
@@ -823,7 +823,7 @@ mod tests {
             response: &'a AdmissionResponse,
         }
         let mut patched = Verdict::allow();
-        patched.patch = serde_json::from_value(
+        patched.patch = crate::patch::from_json(
             json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b\"\u{e9}"}}]),
         )
         .unwrap();

@@ -1,4 +1,9 @@
-//! RFC 6902 helpers: diffs between raw JSON documents and the base64 wire form. Output is deterministic.
+//! RFC 6902 patches: our own operation type ([`Op`]), diffs between raw JSON documents, and the wire form
+//! (JSON, then base64). Output is deterministic.
+//!
+//! An operation's value is a JSON tree or JSON text written ahead ([`Json::Text`]): a sidecar container is
+//! written once from its SidecarSet's pre-written members, and copied into the patch as it stands, neither
+//! built as a tree nor written again.
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
@@ -15,9 +20,149 @@ pub(crate) enum Step<'a> {
     Index(usize),
 }
 
+/// A value an operation carries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json {
+    /// A JSON tree.
+    Value(Value),
+    /// Valid JSON text, written as serde_json writes (compact, members in order): copied as it stands.
+    Text(Box<str>),
+}
+
+impl Json {
+    /// The value as a tree (text is parsed).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Value(v) => v.clone(),
+            // Text is only ever written by this crate's writer, so valid JSON.
+            Self::Text(t) => serde_json::from_str(t).unwrap_or(Value::Null),
+        }
+    }
+
+    /// Appends the value as compact JSON.
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Value(v) => write_value(out, v),
+            Self::Text(t) => out.extend_from_slice(t.as_bytes()),
+        }
+    }
+}
+
+impl From<Value> for Json {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
+/// One RFC 6902 operation: the three kinds our webhooks answer with. Paths are JSON pointers, encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// `add`.
+    Add {
+        /// Where.
+        path: String,
+        /// What.
+        value: Json,
+    },
+    /// `remove`.
+    Remove {
+        /// Where.
+        path: String,
+    },
+    /// `replace`.
+    Replace {
+        /// Where.
+        path: String,
+        /// What.
+        value: Json,
+    },
+}
+
+impl Op {
+    /// `op`: `add`, `remove` or `replace`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Add { .. } => "add",
+            Self::Remove { .. } => "remove",
+            Self::Replace { .. } => "replace",
+        }
+    }
+
+    /// `path`.
+    pub fn path(&self) -> &str {
+        match self {
+            Self::Add { path, .. } | Self::Remove { path } | Self::Replace { path, .. } => path,
+        }
+    }
+
+    /// `value` (none for `remove`).
+    pub fn value(&self) -> Option<&Json> {
+        match self {
+            Self::Add { value, .. } | Self::Replace { value, .. } => Some(value),
+            Self::Remove { .. } => None,
+        }
+    }
+
+    /// The operation as json-patch's type (text values parsed), to apply it.
+    ///
+    /// # Errors
+    /// A path that is not a JSON pointer (every path this crate writes is one).
+    pub fn to_operation(&self) -> Result<PatchOperation, String> {
+        let path = PointerBuf::parse(self.path().to_owned()).map_err(|e| e.to_string())?;
+        Ok(match self {
+            Self::Add { value, .. } => PatchOperation::Add(AddOperation {
+                path,
+                value: value.to_value(),
+            }),
+            Self::Remove { .. } => PatchOperation::Remove(RemoveOperation { path }),
+            Self::Replace { value, .. } => PatchOperation::Replace(ReplaceOperation {
+                path,
+                value: value.to_value(),
+            }),
+        })
+    }
+
+    /// An operation from json-patch's type; `None` for `move`, `copy` and `test`, which we never answer.
+    pub fn from_operation(op: PatchOperation) -> Option<Self> {
+        match op {
+            PatchOperation::Add(o) => Some(Self::Add {
+                path: o.path.as_str().to_owned(),
+                value: Json::Value(o.value),
+            }),
+            PatchOperation::Remove(o) => Some(Self::Remove {
+                path: o.path.as_str().to_owned(),
+            }),
+            PatchOperation::Replace(o) => Some(Self::Replace {
+                path: o.path.as_str().to_owned(),
+                value: Json::Value(o.value),
+            }),
+            PatchOperation::Move(_) | PatchOperation::Copy(_) | PatchOperation::Test(_) => None,
+        }
+    }
+}
+
+/// The operations as json-patch's type.
+///
+/// # Errors
+/// As [`Op::to_operation`].
+pub fn operations(ops: &[Op]) -> Result<Vec<PatchOperation>, String> {
+    ops.iter().map(Op::to_operation).collect()
+}
+
+/// Operations from their JSON form (`add`, `remove` and `replace` only): tests and benches write patches so.
+///
+/// # Errors
+/// Not a patch, or an operation of another kind.
+pub fn from_json(value: Value) -> Result<Vec<Op>, String> {
+    let ops: Vec<PatchOperation> = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    ops.into_iter()
+        .map(|op| Op::from_operation(op).ok_or_else(|| "only add, remove and replace".to_owned()))
+        .collect()
+}
+
 /// The JSON pointer of `steps`, written in one string (keys encoded per RFC 6901 §3: `~` as `~0`, `/` as
-/// `~1`). `PointerBuf`'s own token pushes re-encode and regrow the string step by step.
-pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> PointerBuf {
+/// `~1`).
+pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> String {
     let encoded = |b: u8| b == b'~' || b == b'/';
     let mut out = String::with_capacity(48);
     for step in steps {
@@ -42,35 +187,38 @@ pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> PointerB
             }
         }
     }
-    PointerBuf::parse(out).expect("every step written encoded")
+    out
 }
 
 struct Differ<'a> {
     path: Vec<Step<'a>>,
-    ops: Vec<PatchOperation>,
+    ops: Vec<Op>,
 }
 
 impl<'a> Differ<'a> {
-    fn pointer(&self, last: Option<Step<'_>>) -> PointerBuf {
+    fn pointer(&self, last: Option<Step<'_>>) -> String {
         pointer(self.path.iter().copied().chain(last))
     }
 
     fn add(&mut self, at: Step<'_>, value: Value) {
         let path = self.pointer(Some(at));
-        self.ops
-            .push(PatchOperation::Add(AddOperation { path, value }));
+        self.ops.push(Op::Add {
+            path,
+            value: Json::Value(value),
+        });
     }
 
     fn remove(&mut self, at: Step<'_>) {
         let path = self.pointer(Some(at));
-        self.ops
-            .push(PatchOperation::Remove(RemoveOperation { path }));
+        self.ops.push(Op::Remove { path });
     }
 
     fn replace(&mut self, value: Value) {
         let path = self.pointer(None);
-        self.ops
-            .push(PatchOperation::Replace(ReplaceOperation { path, value }));
+        self.ops.push(Op::Replace {
+            path,
+            value: Json::Value(value),
+        });
     }
 
     /// Compares a child; equal children (the common case) cost one comparison and no path work.
@@ -149,12 +297,12 @@ impl<'a> Differ<'a> {
 /// The operations that turn `from` into `to`: deterministic for the same inputs, and minimal where it
 /// matters for admission (a changed field is replaced, not its parent; appended or inserted list elements
 /// are added without rewriting their neighbours).
-pub fn diff(from: &Value, to: &Value) -> Vec<PatchOperation> {
+pub fn diff(from: &Value, to: &Value) -> Vec<Op> {
     diff_owned(from, to.clone())
 }
 
 /// [`diff`] that moves what it adds out of `to` instead of copying it.
-pub fn diff_owned(from: &Value, to: Value) -> Vec<PatchOperation> {
+pub fn diff_owned(from: &Value, to: Value) -> Vec<Op> {
     let mut differ = Differ {
         path: Vec::new(),
         ops: Vec::new(),
@@ -167,9 +315,10 @@ pub fn diff_owned(from: &Value, to: Value) -> Vec<PatchOperation> {
 
 /// The patch as JSON bytes.
 ///
-/// The bytes are those serde_json writes for the operations, produced by a writer that copies strings
-/// needing no escape (nearly all) in one piece instead of looking each byte up.
-pub fn to_json(ops: &[PatchOperation]) -> Vec<u8> {
+/// The bytes are those serde_json writes for the operations (as json-patch's type), produced by a writer
+/// that copies strings needing no escape (nearly all) in one piece instead of looking each byte up, and
+/// text values as they stand.
+pub fn to_json(ops: &[Op]) -> Vec<u8> {
     // Room for a pod create's patch (a few sidecars): no regrowth copies on the common path.
     let mut out = Vec::with_capacity(8 * 1024);
     out.push(b'[');
@@ -177,26 +326,14 @@ pub fn to_json(ops: &[PatchOperation]) -> Vec<u8> {
         if i > 0 {
             out.push(b',');
         }
-        let (name, from, path, value) = match op {
-            PatchOperation::Add(o) => ("add", None, &o.path, Some(&o.value)),
-            PatchOperation::Remove(o) => ("remove", None, &o.path, None),
-            PatchOperation::Replace(o) => ("replace", None, &o.path, Some(&o.value)),
-            PatchOperation::Move(o) => ("move", Some(&o.from), &o.path, None),
-            PatchOperation::Copy(o) => ("copy", Some(&o.from), &o.path, None),
-            PatchOperation::Test(o) => ("test", None, &o.path, Some(&o.value)),
-        };
         out.extend_from_slice(b"{\"op\":\"");
-        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(op.name().as_bytes());
         out.push(b'"');
-        if let Some(from) = from {
-            out.extend_from_slice(b",\"from\":");
-            write_str(&mut out, from.as_str());
-        }
         out.extend_from_slice(b",\"path\":");
-        write_str(&mut out, path.as_str());
-        if let Some(value) = value {
+        write_str(&mut out, op.path());
+        if let Some(value) = op.value() {
             out.extend_from_slice(b",\"value\":");
-            write_value(&mut out, value);
+            value.write(&mut out);
         }
         out.push(b'}');
     }
@@ -255,7 +392,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends `value` as compact JSON, as serde_json writes it.
-fn write_value(out: &mut Vec<u8>, value: &Value) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -291,7 +428,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
 }
 
 /// The patch as the base64 string AdmissionResponse carries.
-pub fn encode_base64(ops: &[PatchOperation]) -> String {
+pub fn encode_base64(ops: &[Op]) -> String {
     let mut out = Vec::new();
     write_base64(&mut out, &to_json(ops));
     String::from_utf8(out).expect("base64 is ASCII")
@@ -344,10 +481,10 @@ pub(crate) fn write_base64(out: &mut Vec<u8>, input: &[u8]) {
 /// Applies operations to a copy of `doc`.
 ///
 /// # Errors
-/// The json-patch error when an operation does not apply.
-pub fn apply(doc: &Value, ops: &[PatchOperation]) -> Result<Value, json_patch::PatchError> {
+/// The json-patch error (or a path that is not a JSON pointer) when an operation does not apply.
+pub fn apply(doc: &Value, ops: &[Op]) -> Result<Value, String> {
     let mut out = doc.clone();
-    json_patch::patch(&mut out, ops)?;
+    json_patch::patch(&mut out, &operations(ops)?).map_err(|e| e.to_string())?;
     Ok(out)
 }
 
@@ -359,14 +496,7 @@ mod tests {
     fn ops(from: &Value, to: &Value) -> Vec<String> {
         diff(from, to)
             .iter()
-            .map(|op| {
-                let v = serde_json::to_value(op).unwrap();
-                format!(
-                    "{} {}",
-                    v["op"].as_str().unwrap(),
-                    v["path"].as_str().unwrap()
-                )
-            })
+            .map(|op| format!("{} {}", op.name(), op.path()))
             .collect()
     }
 
@@ -378,26 +508,36 @@ mod tests {
             Step::Key("a/b~c"),
             Step::Index(12),
         ]);
-        assert_eq!(p.as_str(), "/metadata/annotations/a~1b~0c/12");
-        let tokens: Vec<String> = p.tokens().map(|t| t.decoded().into_owned()).collect();
+        assert_eq!(p, "/metadata/annotations/a~1b~0c/12");
+        let tokens: Vec<String> = PointerBuf::parse(p)
+            .unwrap()
+            .tokens()
+            .map(|t| t.decoded().into_owned())
+            .collect();
         assert_eq!(tokens, ["metadata", "annotations", "a/b~c", "12"]);
-        assert_eq!(pointer([]).as_str(), "");
+        assert_eq!(pointer([]), "");
     }
 
     #[test]
     fn the_patch_is_written_as_serde_json_writes_it() {
-        let ops: Vec<PatchOperation> = serde_json::from_value(json!([
+        let mut ops = from_json(json!([
             {"op": "add", "path": "/a~1b/c~0d/0", "value": {"s": "q\"b\\c\u{1}\u{7f}é\n", "n": [1, -2, 1.5, 1e300, 18446744073709551615u64], "t": true, "f": false, "z": null, "e": {}, "l": []}},
             {"op": "remove", "path": "/x"},
-            {"op": "replace", "path": "", "value": "v"},
-            {"op": "move", "from": "/a", "path": "/b"},
-            {"op": "copy", "from": "/\"q", "path": "/c"},
-            {"op": "test", "path": "/d", "value": 0}
+            {"op": "replace", "path": "/\"q", "value": "v"},
         ]))
         .unwrap();
+        // Text is copied as it stands.
+        ops.push(Op::Add {
+            path: "/t".into(),
+            value: Json::Text(r#"{"a":[1,"x"]}"#.into()),
+        });
         assert_eq!(
             String::from_utf8(to_json(&ops)).unwrap(),
-            serde_json::to_string(&ops).unwrap()
+            serde_json::to_string(&operations(&ops).unwrap()).unwrap()
+        );
+        assert!(
+            from_json(json!([{"op": "move", "from": "/a", "path": "/b"}])).is_err(),
+            "we never answer move"
         );
         assert_eq!(to_json(&[]), b"[]");
         let every_byte: String = (0u8..=0x7F).map(char::from).chain("é€😀".chars()).collect();

@@ -19,13 +19,11 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::ops::Range;
 
-use json_patch::jsonptr::PointerBuf;
-use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value};
 
 use crate::admission::RawJson;
 use crate::json::{Cursor, unquote};
-use crate::patch::{self, Step};
+use crate::patch::{self, Json, Op, Step};
 
 /// How a container list appeared in the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +41,8 @@ enum Presence {
 pub enum Item {
     /// The element at this index of the list as received, unchanged.
     Original(usize),
-    /// A container the step wrote.
-    New(Value),
+    /// An element the step wrote.
+    New(Json),
 }
 
 /// `spec.containers`, `spec.initContainers` or `spec.volumes` of the pod: a list of named objects.
@@ -222,20 +220,20 @@ impl<'a> RawList<'a> {
         self.result = Some(items);
     }
 
-    fn value_of(&self, item: Item) -> Value {
+    fn value_of(&self, item: &Item) -> Value {
         match item {
-            Item::Original(i) => self.value(i),
-            Item::New(v) => v,
+            Item::Original(i) => self.value(*i),
+            Item::New(v) => v.to_value(),
         }
     }
 
-    fn pointer(&self, index: Option<usize>) -> PointerBuf {
+    fn pointer(&self, index: Option<usize>) -> String {
         let list = [Step::Key("spec"), Step::Key(self.key)];
         patch::pointer(list.into_iter().chain(index.map(Step::Index)))
     }
 
     /// Operations turning the list as received into the result (none when it was not set or is the same).
-    fn into_ops(mut self, ops: &mut Vec<PatchOperation>) {
+    fn into_ops(mut self, ops: &mut Vec<Op>) {
         let Some(items) = self.result.take() else {
             return;
         };
@@ -253,28 +251,45 @@ impl<'a> RawList<'a> {
             }
         }
         if !in_order {
-            let value = Value::Array(items.into_iter().map(|i| self.value_of(i)).collect());
+            // The whole list as text: original elements byte for byte as received, new ones as written.
+            let mut text = Vec::with_capacity(1024);
+            text.push(b'[');
+            for (j, item) in items.iter().enumerate() {
+                if j > 0 {
+                    text.push(b',');
+                }
+                match item {
+                    Item::Original(i) => {
+                        let element = self.elements.get(*i).map_or("null", |e| e.text);
+                        text.extend_from_slice(element.as_bytes());
+                    }
+                    Item::New(v) => v.write(&mut text),
+                }
+            }
+            text.push(b']');
+            // Whole elements of valid JSON text, so UTF-8.
+            let value = Json::Text(String::from_utf8(text).unwrap_or_default().into());
             let path = self.pointer(None);
             ops.push(if self.presence == Presence::Absent {
-                PatchOperation::Add(AddOperation { path, value })
+                Op::Add { path, value }
             } else {
-                PatchOperation::Replace(ReplaceOperation { path, value })
+                Op::Replace { path, value }
             });
             return;
         }
         // Removed originals from the back, then new elements at their final index in ascending order: each
         // add lands after every element before it is already in place.
         for i in (0..n).rev().filter(|&i| !kept[i]) {
-            ops.push(PatchOperation::Remove(RemoveOperation {
+            ops.push(Op::Remove {
                 path: self.pointer(Some(i)),
-            }));
+            });
         }
         for (p, item) in items.into_iter().enumerate() {
             if let Item::New(value) = item {
-                ops.push(PatchOperation::Add(AddOperation {
+                ops.push(Op::Add {
                     path: self.pointer(Some(p)),
                     value,
-                }));
+                });
             }
         }
     }
@@ -282,7 +297,7 @@ impl<'a> RawList<'a> {
     fn current(&self) -> Option<Value> {
         match (&self.result, self.presence) {
             (Some(items), _) => Some(Value::Array(
-                items.iter().map(|i| self.value_of(i.clone())).collect(),
+                items.iter().map(|i| self.value_of(i)).collect(),
             )),
             (None, Presence::Absent) => None,
             (None, Presence::Null) => Some(Value::Null),
@@ -317,7 +332,7 @@ pub const SPEC_FIELDS: &[&str] = &["imagePullSecrets", "readinessGates"];
 #[derive(Debug)]
 struct Kept<'a> {
     section: &'static str,
-    key: String,
+    key: Cow<'a, str>,
     text: &'a str,
 }
 
@@ -394,11 +409,7 @@ impl<'a> RawPod<'a> {
                         parsed.insert(key.into_owned(), value(c.value())?);
                     } else {
                         let text = c.value();
-                        kept.push(Kept {
-                            section,
-                            key: key.into_owned(),
-                            text,
-                        });
+                        kept.push(Kept { section, key, text });
                     }
                     Ok(())
                 })
@@ -438,7 +449,7 @@ impl<'a> RawPod<'a> {
             .kept
             .iter()
             .rev()
-            .map(|k| (k.section, k.key.as_str(), Some(kept_value(k.text))));
+            .map(|k| (k.section, &*k.key, Some(kept_value(k.text))));
         for (section, key, value) in kept.chain(lists) {
             let Some(value) = value else { continue };
             if let Some(section) = pod.as_object_mut().map(|p| {
@@ -458,13 +469,13 @@ impl<'a> RawPod<'a> {
     }
 
     /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
-    pub fn into_patch(self, original: &Value) -> Vec<PatchOperation> {
+    pub fn into_patch(self, original: &Value) -> Vec<Op> {
         // A step that wrote a member kept as text is diffed against that member as received.
         let written = |k: &&Kept<'_>| {
             self.pod
                 .get(k.section)
                 .and_then(Value::as_object)
-                .is_some_and(|s| s.contains_key(&k.key))
+                .is_some_and(|s| s.contains_key(&*k.key))
         };
         let mut ops = if !self.kept.iter().any(|k| written(&k)) {
             patch::diff_owned(original, self.pod)
@@ -472,7 +483,7 @@ impl<'a> RawPod<'a> {
             let mut original = original.clone();
             for k in self.kept.iter().filter(written) {
                 if let Some(section) = original.get_mut(k.section).and_then(Value::as_object_mut) {
-                    section.insert(k.key.clone(), kept_value(k.text));
+                    section.insert(k.key.clone().into_owned(), kept_value(k.text));
                 }
             }
             patch::diff_owned(&original, self.pod)
@@ -489,7 +500,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn round_trip(pod: &Value, edit: impl FnOnce(&mut RawPod<'_>)) -> (Value, Vec<PatchOperation>) {
+    fn round_trip(pod: &Value, edit: impl FnOnce(&mut RawPod<'_>)) -> (Value, Vec<Op>) {
         let text = pod.to_string();
         let mut doc = RawPod::parse_str(&text).unwrap();
         let original = doc.pod.clone();
@@ -518,11 +529,11 @@ mod tests {
         let pod = json!({"spec": {"containers": [{"name": "a", "unknown": 1}, {"name": "b"}, {"name": "c"}]}});
         let (result, ops) = round_trip(&pod, |doc| {
             doc.containers.set(vec![
-                Item::New(json!({"name": "s0"})),
+                Item::New(json!({"name": "s0"}).into()),
                 Item::Original(0),
-                Item::New(json!({"name": "b", "image": "new"})),
+                Item::New(json!({"name": "b", "image": "new"}).into()),
                 Item::Original(2),
-                Item::New(json!({"name": "s1"})),
+                Item::New(json!({"name": "s1"}).into()),
             ]);
         });
         assert_eq!(
@@ -531,14 +542,7 @@ mod tests {
         );
         let paths: Vec<String> = ops
             .iter()
-            .map(|op| {
-                serde_json::to_value(op).unwrap()["op"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned()
-                    + " "
-                    + op.path().as_str()
-            })
+            .map(|op| format!("{} {}", op.name(), op.path()))
             .collect();
         assert_eq!(
             paths,
@@ -564,7 +568,7 @@ mod tests {
                     doc.pod["spec"] = json!({});
                 }
                 doc.init_containers
-                    .set(vec![Item::New(json!({"name": "i"}))]);
+                    .set(vec![Item::New(json!({"name": "i"}).into())]);
             });
             assert_eq!(
                 result["spec"]["initContainers"],
@@ -629,7 +633,7 @@ mod tests {
             pod["metadata"]["managedFields"]
         );
         assert_eq!(
-            serde_json::to_value(&ops).unwrap(),
+            serde_json::from_slice::<Value>(&patch::to_json(&ops)).unwrap(),
             json!([
                 {"op": "replace", "path": "/metadata/uid", "value": "w"},
                 {"op": "replace", "path": "/spec/nodeName", "value": "m"}

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use json_patch::PatchOperation;
+use crate::patch::Op;
 
 /// A policy refusal: `allowed: false` with this status code, reason and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +101,7 @@ pub struct Verdict {
     /// `status.message` of an allowed answer, where OpenKruise sends one.
     pub allow_message: Option<String>,
     /// RFC 6902 operations against the raw request object (empty: no patch).
-    pub patch: Vec<PatchOperation>,
+    pub patch: Vec<Op>,
     /// Admission warnings shown to the client (DECISIONS 18).
     pub warnings: Vec<String>,
     /// Audit annotations recorded by the apiserver.

@@ -223,8 +223,43 @@ pub struct SidecarContainer {
     raw: serde_json::Map<String, Value>,
     /// `raw` without Kruise's own fields, computed once when the SidecarSet is read.
     pod_container: serde_json::Map<String, Value>,
+    /// `pod_container` written ahead as JSON text, member by member in key order, so injection copies it
+    /// instead of cloning and writing a tree on every pod create.
+    written: Vec<WrittenMember>,
     /// The fields injection reads.
     pub view: SidecarContainerView,
+}
+
+/// A member of a sidecar container written as JSON text (as serde_json writes it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct WrittenMember {
+    /// The key.
+    pub key: String,
+    /// `"key":`, escaped.
+    pub head: Box<str>,
+    /// The value.
+    pub value: Box<str>,
+}
+
+/// Each member of `container` written as JSON text, in its order.
+fn written_members(container: &serde_json::Map<String, Value>) -> Vec<WrittenMember> {
+    let text = |write: &dyn Fn(&mut Vec<u8>)| {
+        let mut out = Vec::new();
+        write(&mut out);
+        // The writer writes whole strings of valid UTF-8.
+        String::from_utf8(out).unwrap_or_default().into_boxed_str()
+    };
+    container
+        .iter()
+        .map(|(key, value)| WrittenMember {
+            key: key.clone(),
+            head: text(&|out| {
+                crate::patch::write_str(out, key);
+                out.push(b':');
+            }),
+            value: text(&|out| crate::patch::write_value(out, value)),
+        })
+        .collect()
 }
 
 /// The fields of a SidecarContainer that selection and injection read.
@@ -334,6 +369,7 @@ impl<'de> Deserialize<'de> for SidecarContainer {
         };
         Ok(Self {
             raw,
+            written: written_members(&pod_container),
             pod_container,
             view,
         })
@@ -355,6 +391,16 @@ impl SidecarContainer {
     /// The container as it is injected: the raw JSON without Kruise's own fields.
     pub fn as_pod_container(&self) -> serde_json::Map<String, Value> {
         self.pod_container.clone()
+    }
+
+    /// [`SidecarContainer::as_pod_container`] without a copy.
+    pub fn pod_container(&self) -> &serde_json::Map<String, Value> {
+        &self.pod_container
+    }
+
+    /// [`SidecarContainer::pod_container`] written as JSON text, member by member in key order.
+    pub(crate) fn written_members(&self) -> &[WrittenMember] {
+        &self.written
     }
 
     /// A native sidecar (init container with `restartPolicy: Always`).

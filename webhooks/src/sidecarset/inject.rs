@@ -15,7 +15,7 @@ use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
 use crate::gojson;
-use crate::patch::write_str;
+use crate::patch::{Json, write_str, write_value};
 use crate::rawpod::{Item, RawContainer, RawList, RawPod, at};
 
 /// `kruise.io/sidecarset-injected-list`.
@@ -71,15 +71,14 @@ pub struct PodContainers<'p> {
     pub containers: &'p RawList<'p>,
 }
 
-/// Applies `resourcesPolicy` (§5) to a sidecar container, given the names of every container of every matched
-/// SidecarSet and the pod's containers. Supplied by the caller so this module stays independent of the
-/// calculator.
+/// The `resources` a sidecar container's `resourcesPolicy` (§5) gives it (`None`: no policy), given the names
+/// of every container of every matched SidecarSet and the pod's containers. Supplied by the caller so this
+/// module stays independent of the calculator.
 pub type ResourcesPolicyFn<'a> = &'a dyn Fn(
     &SidecarContainer,
-    &mut Map<String, Value>,
     &BTreeSet<String>,
     PodContainers<'_>,
-) -> Result<(), String>;
+) -> Result<Option<Value>, String>;
 
 /// What building a sidecar reads of the pod: its metadata, and its container lists as received.
 #[derive(Clone, Copy)]
@@ -312,16 +311,16 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
 }
 
 /// The mounts of the app containers to share, and the envs their subPathExprs reference (§4.6 step 5.3).
-fn shared_mounts(containers: &RawList<'_>) -> (Vec<Value>, Vec<Value>) {
+fn shared_mounts<'l>(containers: &'l RawList<'_>) -> (Vec<&'l Value>, Vec<&'l Value>) {
     let mut mounts = Vec::new();
-    let mut envs: Vec<Value> = Vec::new();
+    let mut envs = Vec::new();
     for c in containers.iter().filter(|c| !is_injected_sidecar(*c)) {
         for m in c.list("volumeMounts") {
-            mounts.push(m.clone());
+            mounts.push(m);
             let expr = m.get("subPathExpr").and_then(Value::as_str).unwrap_or("");
             for var in subpath_vars(expr) {
                 if let Some(e) = c.list("env").find(|e| env_name(e) == var) {
-                    envs.push(e.clone());
+                    envs.push(e);
                 }
             }
         }
@@ -330,7 +329,11 @@ fn shared_mounts(containers: &RawList<'_>) -> (Vec<Value>, Vec<Value>) {
 }
 
 /// The env vars to transfer into a sidecar (§4.6 step 5.4).
-fn transfer_envs(sidecar: &SidecarContainer, pod: &Value, containers: &RawList<'_>) -> Vec<Value> {
+fn transfer_envs<'l>(
+    sidecar: &SidecarContainer,
+    pod: &Value,
+    containers: &'l RawList<'_>,
+) -> Vec<&'l Value> {
     let mut out = Vec::new();
     for t in &sidecar.view.transfer_env {
         let mut names: BTreeSet<&str> = t.env_names.iter().map(String::as_str).collect();
@@ -356,7 +359,7 @@ fn transfer_envs(sidecar: &SidecarContainer, pod: &Value, containers: &RawList<'
                 .flat_map(|c| c.list("env"))
                 .find(|e| env_name(e) == name);
             if let Some(e) = found {
-                out.push(e.clone());
+                out.push(e);
             }
         }
     }
@@ -378,10 +381,10 @@ fn field_ref_value(pod: &Value, path: &str) -> Option<String> {
     None
 }
 
-fn dedup_by_name(first: Vec<Value>, then: Vec<Value>) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
+fn dedup_by_name<'l>(first: Vec<&'l Value>, then: Vec<&'l Value>) -> Vec<&'l Value> {
+    let mut out: Vec<&Value> = Vec::new();
     for e in first.into_iter().chain(then) {
-        if !out.iter().any(|o| env_name(o) == env_name(&e)) {
+        if !out.iter().any(|o| env_name(o) == env_name(e)) {
             out.push(e);
         }
     }
@@ -392,28 +395,23 @@ fn str_field<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
+/// A container to inject: its name, its JSON, its `podInjectPolicy`.
+struct Injected<'s> {
+    name: String,
+    container: Json,
+    policy: &'s str,
+}
+
 /// What one SidecarSet contributes.
 #[derive(Default)]
 struct Built<'s> {
-    init_containers: Vec<(Value, String)>,
-    containers: Vec<(Value, String)>,
+    init_containers: Vec<Injected<'s>>,
+    containers: Vec<Injected<'s>>,
     /// SidecarSet volumes the sidecars use, in order, repeats included.
     volumes: Vec<&'s Value>,
     secrets: Vec<Value>,
     hot_annotations: BTreeMap<String, String>,
     work_map: BTreeMap<String, String>,
-}
-
-/// The list member `key` of a container, made a list if it is absent or not one.
-fn list_mut<'c>(c: &'c mut Map<String, Value>, key: &str) -> &'c mut Vec<Value> {
-    let slot = c.entry(key).or_insert_with(|| Value::Array(Vec::new()));
-    if !slot.is_array() {
-        *slot = Value::Array(Vec::new());
-    }
-    match slot {
-        Value::Array(items) => items,
-        _ => unreachable!("made a list above"),
-    }
 }
 
 /// The elements of a container's list member `key` (none when absent or not a list).
@@ -426,24 +424,53 @@ fn fields<'c>(c: &'c Map<String, Value>, list: &str, key: &str) -> Vec<&'c str> 
     list_of(c, list).map(|m| str_field(m, key)).collect()
 }
 
-/// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; returns the container JSON and
-/// adds the SidecarSet volumes its own mounts and devices name to `injected_volumes`.
-fn build_container<'s>(
-    sidecar: &SidecarContainer,
-    source: Source<'_, '_>,
+/// `{"name":"IS_INJECTED","value":"true"}`, the env every injected container gets.
+const IS_INJECTED_ENV: &str = r#"{"name":"IS_INJECTED","value":"true"}"#;
+
+/// A sidecar as injected (§4.6 steps 4.3-4.8 / 5.3-5.7): the SidecarSet's container, whose members were
+/// written as text when the SidecarSet was read, with what injection adds to it. Written as text
+/// ([`Sidecar::write`]) without building the container as a tree: members are copied, lists extended.
+struct Sidecar<'s, 'p> {
+    base: &'s SidecarContainer,
+    /// `resources` as the resources policy gives them (§5): they replace the container's own.
+    resources: Option<Value>,
+    /// Appended to `env` after `IS_INJECTED`: transferred envs, then those shared subPathExprs reference.
+    env: Vec<&'p Value>,
+    /// Appended to `volumeMounts`: the app containers' mounts to share.
+    mounts: Vec<&'p Value>,
+    /// Appended to `volumeDevices`: the app containers' devices to share.
+    devices: Vec<&'p Value>,
+}
+
+/// What a copy of a sidecar changes (the hot-upgrade pair, §6.1).
+#[derive(Default, Clone, Copy)]
+struct Variant<'x> {
+    name: Option<&'x str>,
+    image: Option<&'x str>,
+    /// Appended to `env` last.
+    env: &'x [Value],
+}
+
+/// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; adds the SidecarSet volumes its
+/// own mounts and devices name to `injected_volumes`.
+fn build_container<'s, 'p>(
+    sidecar: &'s SidecarContainer,
+    source: Source<'p, '_>,
     volumes_by_name: &BTreeMap<&str, &'s Value>,
     injected_volumes: &mut Vec<&'s Value>,
     (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &BTreeSet<String>),
-) -> Result<Map<String, Value>, InjectError> {
-    let mut c = sidecar.as_pod_container();
-    if sidecar.view.resources_policy.is_some() {
+) -> Result<Sidecar<'s, 'p>, InjectError> {
+    let c = sidecar.pod_container();
+    let resources = if sidecar.view.resources_policy.is_some() {
         let containers = PodContainers {
             init_containers: source.init_containers,
             containers: source.containers,
         };
-        resources_policy(sidecar, &mut c, all_sidecar_names, containers)
-            .map_err(InjectError::ResourcesPolicy)?;
-    }
+        resources_policy(sidecar, all_sidecar_names, containers)
+            .map_err(InjectError::ResourcesPolicy)?
+    } else {
+        None
+    };
     let (shared, subpath_envs) = if sidecar.view.share_volume_policy.enabled() {
         shared_mounts(source.containers)
     } else {
@@ -458,109 +485,204 @@ fn build_container<'s>(
 
     // Names missing from spec.volumes are skipped (OpenKruise logs a warning).
     let own_volumes =
-        fields(&c, "volumeMounts", "name")
+        fields(c, "volumeMounts", "name")
             .into_iter()
-            .chain(fields(&c, "volumeDevices", "name"));
+            .chain(fields(c, "volumeDevices", "name"));
     injected_volumes.extend(own_volumes.filter_map(|name| volumes_by_name.get(name).copied()));
 
     // Paths the sidecar's own mounts and devices take; shared mounts on them are left out.
-    let mut used: BTreeSet<String> = BTreeSet::new();
+    let mut used: BTreeSet<&str> = BTreeSet::new();
     let share_devices = sidecar
         .view
         .share_volume_device_policy
         .as_ref()
         .is_some_and(|p| p.enabled());
     if !shared.is_empty() || share_devices {
-        for m in list_of(&c, "volumeMounts") {
-            used.insert(str_field(m, "mountPath").to_owned());
+        for m in list_of(c, "volumeMounts") {
+            used.insert(str_field(m, "mountPath"));
         }
-        for d in list_of(&c, "volumeDevices") {
+        for d in list_of(c, "volumeDevices") {
             let path = str_field(d, "mountPath");
-            used.insert(
-                if path.is_empty() {
-                    str_field(d, "devicePath")
-                } else {
-                    path
-                }
-                .to_owned(),
-            );
+            used.insert(if path.is_empty() {
+                str_field(d, "devicePath")
+            } else {
+                path
+            });
         }
     }
-    let shared: Vec<Value> = shared
+    let mounts: Vec<&Value> = shared
         .into_iter()
-        .filter(|m| used.insert(str_field(m, "mountPath").to_owned()))
+        .filter(|m| used.insert(str_field(m, "mountPath")))
         .collect();
-    if !shared.is_empty() {
-        list_mut(&mut c, "volumeMounts").extend(shared);
-    }
 
-    let env = list_mut(&mut c, "env");
-    env.push(json!({"name": IS_INJECTED, "value": "true"}));
+    // After IS_INJECTED, the envs whose names the container does not have yet.
+    let mut env_names: Vec<&str> = list_of(c, "env").map(env_name).collect();
+    env_names.push(IS_INJECTED);
+    let mut env = Vec::with_capacity(transfer.len());
     for e in transfer {
-        if !env.iter().any(|o| env_name(o) == env_name(&e)) {
+        if !env_names.contains(&env_name(e)) {
+            env_names.push(env_name(e));
             env.push(e);
         }
     }
 
+    let mut devices = Vec::new();
     if share_devices {
-        let mut used: BTreeSet<String> = fields(&c, "volumeDevices", "devicePath")
+        let mut used: BTreeSet<&str> = fields(c, "volumeDevices", "devicePath")
             .into_iter()
-            .chain(fields(&c, "volumeMounts", "mountPath"))
-            .map(str::to_owned)
+            .chain(fields(c, "volumeMounts", "mountPath"))
+            .chain(mounts.iter().map(|m| str_field(m, "mountPath")))
             .collect();
-        let mut added = Vec::new();
         for d in source
             .containers
             .iter()
             .filter(|c| !is_injected_sidecar(*c))
             .flat_map(|c| c.list("volumeDevices"))
         {
-            if used.insert(str_field(d, "devicePath").to_owned()) {
-                added.push(d.clone());
+            if used.insert(str_field(d, "devicePath")) {
+                devices.push(d);
             }
         }
-        if !added.is_empty() {
-            list_mut(&mut c, "volumeDevices").extend(added);
-        }
     }
-    Ok(c)
+    Ok(Sidecar {
+        base: sidecar,
+        resources,
+        env,
+        mounts,
+        devices,
+    })
+}
+
+impl Sidecar<'_, '_> {
+    /// The container as JSON text, members in key order (as a tree of it would be written): the SidecarSet's
+    /// members copied as written, `env` / `volumeMounts` / `volumeDevices` extended (made lists when absent
+    /// or not lists), `resources`, `name` and `image` replaced where this sidecar or `variant` says.
+    fn write(&self, variant: Variant<'_>) -> Json {
+        // The members injection writes, in key order; `env` always (IS_INJECTED).
+        let changed = [
+            ("env", true),
+            ("image", variant.image.is_some()),
+            ("name", variant.name.is_some()),
+            ("resources", self.resources.is_some()),
+            ("volumeDevices", !self.devices.is_empty()),
+            ("volumeMounts", !self.mounts.is_empty()),
+        ];
+        let mut changed = changed
+            .into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(key, _)| key)
+            .peekable();
+        let members = self.base.written_members();
+        let mut out = Vec::with_capacity(
+            members
+                .iter()
+                .map(|m| m.head.len() + m.value.len() + 1)
+                .sum::<usize>()
+                + 256,
+        );
+        out.push(b'{');
+        let comma = |out: &mut Vec<u8>| {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+        };
+        for m in members {
+            while let Some(key) = changed.next_if(|key| *key < m.key.as_str()) {
+                comma(&mut out);
+                self.write_changed(&mut out, key, None, variant);
+            }
+            comma(&mut out);
+            if let Some(key) = changed.next_if(|key| *key == m.key.as_str()) {
+                self.write_changed(&mut out, key, Some(&m.value), variant);
+            } else {
+                out.extend_from_slice(m.head.as_bytes());
+                out.extend_from_slice(m.value.as_bytes());
+            }
+        }
+        for key in changed {
+            comma(&mut out);
+            self.write_changed(&mut out, key, None, variant);
+        }
+        out.push(b'}');
+        // Whole members of valid JSON text, so UTF-8.
+        Json::Text(String::from_utf8(out).unwrap_or_default().into())
+    }
+
+    /// Writes the member `key` injection changes; `base` is the SidecarSet's value, as text.
+    fn write_changed(
+        &self,
+        out: &mut Vec<u8>,
+        key: &str,
+        base: Option<&str>,
+        variant: Variant<'_>,
+    ) {
+        write_str(out, key);
+        out.push(b':');
+        let added: &mut dyn Iterator<Item = &Value> = match key {
+            "name" | "image" => {
+                let value = if key == "name" {
+                    variant.name
+                } else {
+                    variant.image
+                };
+                return write_str(out, value.unwrap_or_default());
+            }
+            "resources" => {
+                return write_value(out, self.resources.as_ref().unwrap_or(&Value::Null));
+            }
+            "env" => &mut self.env.iter().copied().chain(variant.env),
+            "volumeDevices" => &mut self.devices.iter().copied(),
+            _ => &mut self.mounts.iter().copied(),
+        };
+        // The list as the SidecarSet has it (a value that is not a list is replaced by one), then the rest.
+        let elements = base
+            .and_then(|t| t.strip_prefix('['))
+            .and_then(|t| t.strip_suffix(']'))
+            .unwrap_or("");
+        out.push(b'[');
+        out.extend_from_slice(elements.as_bytes());
+        let mut first = elements.is_empty();
+        let mut separate = |out: &mut Vec<u8>| {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+        };
+        if key == "env" {
+            separate(out);
+            out.extend_from_slice(IS_INJECTED_ENV.as_bytes());
+        }
+        for value in added {
+            separate(out);
+            write_value(out, value);
+        }
+        out.push(b']');
+    }
 }
 
 /// The two hot-upgrade copies of a sidecar (§6.1) and their annotations.
-fn hot_upgrade(
-    c: Map<String, Value>,
-    sidecar: &SidecarContainer,
-    built: &mut Built<'_>,
-) -> [Value; 2] {
-    let name = sidecar.view.name.clone();
+fn hot_upgrade<'s>(sidecar: &Sidecar<'s, '_>, built: &mut Built<'s>) -> [(String, Json); 2] {
+    let view = &sidecar.base.view;
+    let name = &view.name;
     let copy = |suffix: &str, image: Option<&str>| {
         let copy_name = format!("{name}{suffix}");
-        let mut c = c.clone();
-        c.insert("name".into(), Value::String(copy_name.clone()));
-        if let Some(image) = image {
-            c.insert("image".into(), Value::String(image.to_owned()));
-        }
-        let env = c.entry("env").or_insert_with(|| json!([]));
-        if let Some(env) = env.as_array_mut() {
-            for (var, prefix) in [
-                ("SIDECARSET_VERSION", "version"),
-                ("SIDECARSET_VERSION_ALT", "versionalt"),
-            ] {
-                env.push(json!({"name": var, "valueFrom": {"fieldRef": {
-                    "fieldPath": format!("metadata.annotations['{prefix}.sidecarset.kruise.io/{copy_name}']")}}}));
-            }
-        }
-        Value::Object(c)
+        let env = [
+            ("SIDECARSET_VERSION", "version"),
+            ("SIDECARSET_VERSION_ALT", "versionalt"),
+        ]
+        .map(|(var, prefix)| {
+            json!({"name": var, "valueFrom": {"fieldRef": {
+                "fieldPath": format!("metadata.annotations['{prefix}.sidecarset.kruise.io/{copy_name}']")}}})
+        });
+        let container = sidecar.write(Variant {
+            name: Some(&copy_name),
+            image,
+            env: &env,
+        });
+        (copy_name, container)
     };
     let first = copy("-1", None);
-    let second = copy(
-        "-2",
-        Some(&sidecar.view.upgrade_strategy.hot_upgrade_empty_image),
-    );
-    for (copy_name, version, alt) in [
-        (format!("{name}-1"), "1", "0"),
-        (format!("{name}-2"), "0", "1"),
-    ] {
+    let second = copy("-2", Some(&view.upgrade_strategy.hot_upgrade_empty_image));
+    for (copy_name, version, alt) in [(&first.0, "1", "0"), (&second.0, "0", "1")] {
         built.hot_annotations.insert(
             format!("version.sidecarset.kruise.io/{copy_name}"),
             version.into(),
@@ -576,6 +698,40 @@ fn hot_upgrade(
 
 fn is_hot(sidecar: &SidecarContainer) -> bool {
     sidecar.view.upgrade_strategy.upgrade_type == "HotUpgrade"
+}
+
+/// Which list of the pod a sidecar goes into.
+#[derive(Clone, Copy)]
+enum Destination {
+    InitContainers,
+    Containers,
+}
+
+/// Writes a built sidecar (or its hot-upgrade pair) into the list it goes into.
+fn push_injected<'s>(
+    built: &mut Built<'s>,
+    into: Destination,
+    sidecar: &Sidecar<'s, '_>,
+    hot: bool,
+) {
+    let policy = sidecar.base.view.pod_inject_policy.as_str();
+    let written = if hot {
+        Vec::from(hot_upgrade(sidecar, built))
+    } else {
+        vec![(
+            sidecar.base.view.name.clone(),
+            sidecar.write(Variant::default()),
+        )]
+    };
+    let list = match into {
+        Destination::InitContainers => &mut built.init_containers,
+        Destination::Containers => &mut built.containers,
+    };
+    list.extend(written.into_iter().map(|(name, container)| Injected {
+        name,
+        container,
+        policy,
+    }));
 }
 
 /// Injects `matched` (already chosen revisions, in order) into the raw pod (§4.5-4.8). Returns whether the
@@ -637,14 +793,8 @@ pub fn inject(
                 (resources_policy, &all_sidecar_names),
             )?;
             injected_any = true;
-            let policy = ic.view.pod_inject_policy.clone();
-            if ic.is_native_sidecar() && is_hot(ic) {
-                for copy in hot_upgrade(c, ic, &mut built) {
-                    built.init_containers.push((copy, policy.clone()));
-                }
-            } else {
-                built.init_containers.push((Value::Object(c), policy));
-            }
+            let hot = ic.is_native_sidecar() && is_hot(ic);
+            push_injected(&mut built, Destination::InitContainers, &c, hot);
         }
         built
             .secrets
@@ -659,14 +809,7 @@ pub fn inject(
                 (resources_policy, &all_sidecar_names),
             )?;
             injected_any = true;
-            let policy = sc.view.pod_inject_policy.clone();
-            if is_hot(sc) {
-                for copy in hot_upgrade(c, sc, &mut built) {
-                    built.containers.push((copy, policy.clone()));
-                }
-            } else {
-                built.containers.push((Value::Object(c), policy));
-            }
+            push_injected(&mut built, Destination::Containers, &c, is_hot(sc));
         }
         if injected_any {
             sidecar_list.sort();
@@ -710,23 +853,22 @@ pub fn inject(
 
 /// §4.7 merge rule: same-name pod containers are replaced in place; others go before (BeforeAppContainer)
 /// or after (anything else) the pod's own.
-fn merge_containers(existing: &RawList<'_>, injected: Vec<(Value, String)>) -> Vec<Item> {
+fn merge_containers(existing: &RawList<'_>, injected: Vec<Injected<'_>>) -> Vec<Item> {
     let mut slots: Vec<Item> = (0..existing.len()).map(Item::Original).collect();
     let mut before = Vec::new();
     let mut after = Vec::new();
-    for (c, policy) in injected {
-        let name = str_field(&c, "name");
-        if let Some(slot) = (0..existing.len()).find(|&i| existing.name(i) == name) {
+    for c in injected {
+        if let Some(slot) = (0..existing.len()).find(|&i| existing.name(i) == c.name) {
             // The same container again (a pod injected before) stays as it came.
-            slots[slot] = if existing.value(slot) == c {
+            slots[slot] = if existing.value(slot) == c.container.to_value() {
                 Item::Original(slot)
             } else {
-                Item::New(c)
+                Item::New(c.container)
             };
-        } else if policy == "BeforeAppContainer" {
-            before.push(Item::New(c));
+        } else if c.policy == "BeforeAppContainer" {
+            before.push(Item::New(c.container));
         } else {
-            after.push(Item::New(c));
+            after.push(Item::New(c.container));
         }
     }
     before.into_iter().chain(slots).chain(after).collect()
@@ -744,7 +886,7 @@ fn merge_volumes(existing: &RawList<'_>, injected: Vec<&Value>) -> Option<Vec<It
         let name = str_field(v, "name");
         if !names.contains(&name) {
             names.push(name);
-            merged.push(Item::New(v.clone()));
+            merged.push(Item::New(Json::Value(v.clone())));
         }
     }
     (merged.len() > existing.len()).then_some(merged)
@@ -783,13 +925,13 @@ fn apply(
             .unwrap_or_default()
     };
 
-    init_containers.sort_by(|a, b| str_field(&a.0, "name").cmp(str_field(&b.0, "name")));
+    init_containers.sort_by(|a, b| a.name.cmp(&b.name));
     if !init_containers.is_empty() {
         let merged = merge_containers(&doc.init_containers, init_containers);
         doc.init_containers.set(merged);
     }
     if options.sort_containers_by_name {
-        containers.sort_by(|a, b| str_field(&a.0, "name").cmp(str_field(&b.0, "name")));
+        containers.sort_by(|a, b| a.name.cmp(&b.name));
     }
     if !containers.is_empty() {
         let merged = merge_containers(&doc.containers, containers);

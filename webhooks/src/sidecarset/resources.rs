@@ -48,9 +48,9 @@ pub fn validate_expression(expr: &str, variable: &str) -> Result<(), String> {
         .map_err(|e| format!("invalid expression: {e}"))
 }
 
-/// Applies the sidecar's `resourcesPolicy` to `container` (the JSON being injected), replacing its
-/// `resources`. `all_sidecar_names` is every init container and container name of every matched SidecarSet;
-/// `pod` holds the pod's containers as received. A sidecar without a policy is left alone.
+/// The `resources` the sidecar's `resourcesPolicy` gives the container being injected, which replace its
+/// own whole; `None` for a sidecar without a policy, which is left alone. `all_sidecar_names` is every init
+/// container and container name of every matched SidecarSet; `pod` holds the pod's containers as received.
 ///
 /// # Errors
 /// OpenKruise's messages: `failed to get target containers: invalid regex pattern "<re>": <err>`,
@@ -61,17 +61,16 @@ pub fn validate_expression(expr: &str, variable: &str) -> Result<(), String> {
 /// `decoding container <name> resources: <quantity error>`.
 pub fn apply(
     sidecar: &SidecarContainer,
-    container: &mut Map<String, Value>,
     all_sidecar_names: &BTreeSet<String>,
     pod: PodContainers<'_>,
-) -> Result<(), String> {
+) -> Result<Option<Value>, String> {
     let Some(policy) = sidecar
         .view
         .resources_policy
         .as_ref()
         .filter(|p| !p.is_null())
     else {
-        return Ok(());
+        return Ok(None);
     };
     let policy = Policy::from_json(policy);
     let targets = target_containers(pod, &policy.regex, all_sidecar_names)?;
@@ -130,8 +129,7 @@ pub fn apply(
     }
     // Go assigns a fresh ResourceRequirements: other resource names and claims are gone, and an empty one
     // marshals as `{}`.
-    container.insert("resources".to_owned(), Value::Object(resources));
-    Ok(())
+    Ok(Some(Value::Object(resources)))
 }
 
 /// `evaluateResourceExpression`: the variable is `memory` when the whole word occurs, else `cpu`; a plain

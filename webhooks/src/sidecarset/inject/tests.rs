@@ -15,10 +15,9 @@ fn opts() -> InjectOptions<'static> {
 
 fn no_resources(
     _: &SidecarContainer,
-    _: &mut Map<String, Value>,
     _: &BTreeSet<String>,
     _: PodContainers<'_>,
-) -> Result<(), String> {
+) -> Result<Option<Value>, String> {
     Err("resourcesPolicy must not be consulted here".into())
 }
 
@@ -81,6 +80,11 @@ fn run_with(
     let changed = inject(&mut doc, sets, options, &no_resources)?;
     let expected = doc.to_value();
     let ops = doc.into_patch(&original);
+    assert_eq!(
+        String::from_utf8(crate::patch::to_json(&ops)).unwrap(),
+        serde_json::to_string(&crate::patch::operations(&ops).unwrap()).unwrap(),
+        "containers written as text are the bytes serde_json writes for them as trees"
+    );
     *pod = crate::patch::apply(pod, &ops).unwrap();
     assert_eq!(*pod, expected, "the patch gives the pod the steps built");
     Ok(changed)
@@ -354,17 +358,20 @@ fn transfer_env_copies_sorted_names_and_never_overrides() {
 fn merge_rule_replaces_in_place_and_places_by_policy() {
     // §11 scenarios 18 and 38.
     let injected = || {
-        vec![
-            (
-                json!({"name": "new-sidecar-1"}),
-                "BeforeAppContainer".to_owned(),
-            ),
+        [
+            (json!({"name": "new-sidecar-1"}), "BeforeAppContainer"),
             (
                 json!({"name": "sidecar-1", "image": "new"}),
-                "AfterAppContainer".to_owned(),
+                "AfterAppContainer",
             ),
-            (json!({"name": "sidecar-2"}), "AfterAppContainer".to_owned()),
+            (json!({"name": "sidecar-2"}), "AfterAppContainer"),
         ]
+        .map(|(c, policy)| Injected {
+            name: c["name"].as_str().unwrap().to_owned(),
+            container: Json::Text(c.to_string().into()),
+            policy,
+        })
+        .into()
     };
     let merge = |existing: Value| {
         let text = json!({"spec": {"containers": existing}}).to_string();
@@ -634,4 +641,42 @@ fn hash_annotations_are_written_as_go_marshals_the_map() {
     specs.insert("a\\".to_owned(), spec("a\\", None, None, None));
     specs.insert("e".to_owned(), spec("e", Some(""), Some(vec![]), Some("")));
     assert_eq!(upgrade_specs_json(&specs), gojson::to_string(&specs));
+}
+
+#[test]
+fn written_containers_extend_lists_and_replace_members_in_key_order() {
+    // Members before, between and after the ones injection writes; `env` null (made a list), no
+    // `volumeMounts` (added) and no `volumeDevices` (added for the shared device).
+    let mut p = pod();
+    p["spec"]["containers"][0]["volumeDevices"] = json!([{"name": "dev", "devicePath": "/dev/x"}]);
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [{"name": "side", "image": "i", "args": ["a"], "env": null, "imagePullPolicy": "Always",
+            "ports": [{"containerPort": 1}], "securityContext": {}, "workingDir": "/w", "x-unknown": {"k": [1]},
+            "shareVolumePolicy": {"type": "enabled"}, "shareVolumeDevicePolicy": {"type": "enabled"},
+            "transferEnv": [{"sourceContainerName": "nginx", "envName": "hello1"}],
+            "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}}]}),
+    );
+    run(&mut p, &[set]).unwrap();
+    let version_env = |copy: &str| {
+        json!([
+            {"name": "SIDECARSET_VERSION", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['version.sidecarset.kruise.io/{copy}']")}}},
+            {"name": "SIDECARSET_VERSION_ALT", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['versionalt.sidecarset.kruise.io/{copy}']")}}}
+        ])
+    };
+    for (copy, image) in [("side-1", "i"), ("side-2", "empty:1")] {
+        let mut env = json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "hello1", "value": "world1"}]);
+        env.as_array_mut()
+            .unwrap()
+            .extend(version_env(copy).as_array().unwrap().iter().cloned());
+        assert_eq!(
+            container(&p, "containers", copy),
+            &json!({"name": copy, "image": image, "args": ["a"], "env": env, "imagePullPolicy": "Always",
+                "ports": [{"containerPort": 1}], "securityContext": {}, "workingDir": "/w", "x-unknown": {"k": [1]},
+                "volumeMounts": [{"name": "volume-a", "mountPath": "/a/b"}, {"name": "volume-b", "mountPath": "/e/f"}],
+                "volumeDevices": [{"name": "dev", "devicePath": "/dev/x"}]}),
+            "{copy}"
+        );
+    }
 }
