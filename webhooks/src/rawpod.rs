@@ -151,6 +151,9 @@ impl<'a> RawList<'a> {
         }
         c.i += 1;
         let mut list = Self::new(key, Presence::List);
+        // Room for a few containers of a dozen members each: no regrowth on a usual pod.
+        list.elements.reserve(4);
+        list.members.reserve(32);
         while c.peek().is_some_and(|b| b != b']') {
             let index = list.elements.len();
             let (start, first) = (c.i, list.members.len());
@@ -380,7 +383,7 @@ impl<'a> RawPod<'a> {
             ["initContainers", "containers", "volumes"].map(|k| RawList::new(k, Presence::Absent))
         };
         let mut lists = absent();
-        let mut kept: Vec<Kept<'a>> = Vec::new();
+        let mut kept: Vec<Kept<'a>> = Vec::with_capacity(16);
         cursor
             .object(|c, key| {
                 let (section, fields): (&'static str, &[&str]) = match &*key {
