@@ -3,6 +3,7 @@
 //! Containers keep their whole JSON ([`SidecarContainer::raw`]): injection copies it into the pod, so fields
 //! our types do not know survive (DECISIONS 13). The fields the logic reads are decoded beside it.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
@@ -223,43 +224,73 @@ pub struct SidecarContainer {
     raw: serde_json::Map<String, Value>,
     /// `raw` without Kruise's own fields, computed once when the SidecarSet is read.
     pod_container: serde_json::Map<String, Value>,
-    /// `pod_container` written ahead as JSON text, member by member in key order, so injection copies it
-    /// instead of cloning and writing a tree on every pod create.
-    written: Vec<WrittenMember>,
+    /// `pod_container` written ahead as JSON text, so injection copies it instead of cloning and writing a
+    /// tree on every pod create.
+    written: Written,
     /// The fields injection reads.
     pub view: SidecarContainerView,
 }
 
-/// A member of a sidecar container written as JSON text (as serde_json writes it).
+/// A sidecar container written as JSON text (as serde_json writes it, members in key order): one text, and
+/// where each member's `"key":` and value start and end in it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct WrittenMember {
-    /// The key.
-    pub key: String,
-    /// `"key":`, escaped.
-    pub head: Box<str>,
-    /// The value.
-    pub value: Box<str>,
+pub(crate) struct Written {
+    text: Box<str>,
+    /// Per member: where its `"key":` starts, where its value starts, where it ends.
+    members: Box<[(usize, usize, usize)]>,
 }
 
-/// Each member of `container` written as JSON text, in its order.
-fn written_members(container: &serde_json::Map<String, Value>) -> Vec<WrittenMember> {
-    let text = |write: &dyn Fn(&mut Vec<u8>)| {
-        let mut out = Vec::new();
-        write(&mut out);
-        // The writer writes whole strings of valid UTF-8.
-        String::from_utf8(out).unwrap_or_default().into_boxed_str()
-    };
-    container
-        .iter()
-        .map(|(key, value)| WrittenMember {
-            key: key.clone(),
-            head: text(&|out| {
-                crate::patch::write_str(out, key);
-                out.push(b':');
-            }),
-            value: text(&|out| crate::patch::write_value(out, value)),
+/// A member of a [`Written`] container.
+pub(crate) struct WrittenMember<'a> {
+    /// The key.
+    pub key: Cow<'a, str>,
+    /// `"key":`, escaped.
+    pub head: &'a str,
+    /// The value.
+    pub value: &'a str,
+}
+
+impl Written {
+    fn of(container: &serde_json::Map<String, Value>) -> Self {
+        let mut text = Vec::new();
+        let mut members = Vec::with_capacity(container.len());
+        for (key, value) in container {
+            let head = text.len();
+            crate::patch::write_str(&mut text, key);
+            text.push(b':');
+            let start = text.len();
+            crate::patch::write_value(&mut text, value);
+            members.push((head, start, text.len()));
+        }
+        Self {
+            // The writer writes whole strings of valid UTF-8.
+            text: String::from_utf8(text).unwrap_or_default().into(),
+            members: members.into(),
+        }
+    }
+
+    /// The members, in key order.
+    pub(crate) fn members(&self) -> impl Iterator<Item = WrittenMember<'_>> {
+        self.members.iter().map(|&(head, start, end)| {
+            let head = &self.text[head..start];
+            // `"key":`; a key written with escapes is read back (it is rare).
+            let quoted = &head[..head.len() - 1];
+            let key = match quoted.get(1..quoted.len() - 1) {
+                Some(key) if !key.contains('\\') => Cow::Borrowed(key),
+                _ => Cow::Owned(serde_json::from_str(quoted).unwrap_or_default()),
+            };
+            WrittenMember {
+                key,
+                head,
+                value: &self.text[start..end],
+            }
         })
-        .collect()
+    }
+
+    /// The length of the members' text (no commas or braces).
+    pub(crate) fn len(&self) -> usize {
+        self.text.len()
+    }
 }
 
 /// The fields of a SidecarContainer that selection and injection read.
@@ -369,7 +400,7 @@ impl<'de> Deserialize<'de> for SidecarContainer {
         };
         Ok(Self {
             raw,
-            written: written_members(&pod_container),
+            written: Written::of(&pod_container),
             pod_container,
             view,
         })
@@ -398,8 +429,8 @@ impl SidecarContainer {
         &self.pod_container
     }
 
-    /// [`SidecarContainer::pod_container`] written as JSON text, member by member in key order.
-    pub(crate) fn written_members(&self) -> &[WrittenMember] {
+    /// [`SidecarContainer::pod_container`] written as JSON text.
+    pub(crate) fn written(&self) -> &Written {
         &self.written
     }
 
@@ -491,6 +522,28 @@ mod tests {
         let injected = set.spec.containers[0].as_pod_container();
         assert!(
             injected.contains_key("futureContainerField") && !injected.contains_key("transferEnv")
+        );
+    }
+
+    #[test]
+    fn a_container_is_written_member_by_member_as_serde_json_writes_it() {
+        let c: SidecarContainer = serde_json::from_value(json!({"name": "s", "image": "i",
+            "a\"b": 1, "x\u{1}": [true, null], "env": [{"name": "E", "value": "é"}], "transferEnv": []}))
+        .unwrap();
+        let members: Vec<_> = c.written().members().collect();
+        let keys: Vec<&str> = members.iter().map(|m| &*m.key).collect();
+        assert_eq!(
+            keys,
+            ["a\"b", "env", "image", "name", "x\u{1}"],
+            "Kruise's own fields left out"
+        );
+        let joined: Vec<String> = members
+            .iter()
+            .map(|m| format!("{}{}", m.head, m.value))
+            .collect();
+        assert_eq!(
+            format!("{{{}}}", joined.join(",")),
+            serde_json::to_string(c.pod_container()).unwrap()
         );
     }
 

@@ -572,28 +572,22 @@ impl Sidecar<'_, '_> {
             .filter(|(_, on)| *on)
             .map(|(key, _)| key)
             .peekable();
-        let members = self.base.written_members();
-        let mut out = Vec::with_capacity(
-            members
-                .iter()
-                .map(|m| m.head.len() + m.value.len() + 1)
-                .sum::<usize>()
-                + 256,
-        );
+        let written = self.base.written();
+        let mut out = Vec::with_capacity(written.len() + 256);
         out.push(b'{');
         let comma = |out: &mut Vec<u8>| {
             if out.len() > 1 {
                 out.push(b',');
             }
         };
-        for m in members {
-            while let Some(key) = changed.next_if(|key| *key < m.key.as_str()) {
+        for m in written.members() {
+            while let Some(key) = changed.next_if(|key| *key < &*m.key) {
                 comma(&mut out);
                 self.write_changed(&mut out, key, None, variant);
             }
             comma(&mut out);
-            if let Some(key) = changed.next_if(|key| *key == m.key.as_str()) {
-                self.write_changed(&mut out, key, Some(&m.value), variant);
+            if let Some(key) = changed.next_if(|key| *key == &*m.key) {
+                self.write_changed(&mut out, key, Some(m.value), variant);
             } else {
                 out.extend_from_slice(m.head.as_bytes());
                 out.extend_from_slice(m.value.as_bytes());
