@@ -25,7 +25,8 @@ pub(crate) enum Step<'a> {
 pub enum Json {
     /// A JSON tree.
     Value(Value),
-    /// Valid JSON text, written as serde_json writes (compact, members in order): copied as it stands.
+    /// Valid JSON text, copied as it stands: written by this crate as serde_json writes (a sidecar), or an
+    /// element of the request as received.
     Text(Box<str>),
 }
 
@@ -34,7 +35,7 @@ impl Json {
     pub fn to_value(&self) -> Value {
         match self {
             Self::Value(v) => v.clone(),
-            // Text is only ever written by this crate's writer, so valid JSON.
+            // Text is valid JSON: written by this crate, or part of a request that was validated.
             Self::Text(t) => serde_json::from_str(t).unwrap_or(Value::Null),
         }
     }
