@@ -40,13 +40,19 @@ impl Json {
         }
     }
 
-    /// Appends the value as compact JSON.
+    /// Appends the value as JSON (a tree compact, as serde_json writes it; text as it stands).
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
         match self {
             Self::Value(v) => write_value(out, v),
             Self::Text(t) => out.extend_from_slice(t.as_bytes()),
         }
     }
+}
+
+/// Bytes this crate's writers wrote (whole strings, and whole values of valid JSON text) as a string.
+pub(crate) fn written_text(bytes: Vec<u8>) -> Box<str> {
+    // Only whole UTF-8 strings and ASCII are ever written, so the check does not fail.
+    String::from_utf8(bytes).unwrap_or_default().into()
 }
 
 impl From<Value> for Json {

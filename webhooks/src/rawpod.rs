@@ -270,8 +270,7 @@ impl<'a> RawList<'a> {
                 }
             }
             text.push(b']');
-            // Whole elements of valid JSON text, so UTF-8.
-            let value = Json::Text(String::from_utf8(text).unwrap_or_default().into());
+            let value = Json::Text(patch::written_text(text));
             let path = self.pointer(None);
             ops.push(if self.presence == Presence::Absent {
                 Op::Add { path, value }

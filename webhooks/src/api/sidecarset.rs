@@ -263,8 +263,7 @@ impl Written {
             members.push((head, start, text.len()));
         }
         Self {
-            // The writer writes whole strings of valid UTF-8.
-            text: String::from_utf8(text).unwrap_or_default().into(),
+            text: crate::patch::written_text(text),
             members: members.into(),
         }
     }
@@ -420,11 +419,6 @@ impl SidecarContainer {
     }
 
     /// The container as it is injected: the raw JSON without Kruise's own fields.
-    pub fn as_pod_container(&self) -> serde_json::Map<String, Value> {
-        self.pod_container.clone()
-    }
-
-    /// [`SidecarContainer::as_pod_container`] without a copy.
     pub fn pod_container(&self) -> &serde_json::Map<String, Value> {
         &self.pod_container
     }
@@ -519,7 +513,7 @@ mod tests {
             ["A", "B"]
         );
         assert_eq!(serde_json::to_value(&set).unwrap(), stored);
-        let injected = set.spec.containers[0].as_pod_container();
+        let injected = set.spec.containers[0].pod_container();
         assert!(
             injected.contains_key("futureContainerField") && !injected.contains_key("transferEnv")
         );

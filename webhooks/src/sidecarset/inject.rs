@@ -15,7 +15,7 @@ use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
 use crate::gojson;
-use crate::patch::{Json, write_str, write_value};
+use crate::patch::{Json, write_str, write_value, written_text};
 use crate::rawpod::{Item, RawContainer, RawList, RawPod, at};
 
 /// `kruise.io/sidecarset-injected-list`.
@@ -598,8 +598,7 @@ impl Sidecar<'_, '_> {
             self.write_changed(&mut out, key, None, variant);
         }
         out.push(b'}');
-        // Whole members of valid JSON text, so UTF-8.
-        Json::Text(String::from_utf8(out).unwrap_or_default().into())
+        Json::Text(written_text(out))
     }
 
     /// Writes the member `key` injection changes; `base` is the SidecarSet's value, as text.
@@ -613,14 +612,8 @@ impl Sidecar<'_, '_> {
         write_str(out, key);
         out.push(b':');
         let added: &mut dyn Iterator<Item = &Value> = match key {
-            "name" | "image" => {
-                let value = if key == "name" {
-                    variant.name
-                } else {
-                    variant.image
-                };
-                return write_str(out, value.unwrap_or_default());
-            }
+            "name" => return write_str(out, variant.name.unwrap_or_default()),
+            "image" => return write_str(out, variant.image.unwrap_or_default()),
             "resources" => {
                 return write_value(out, self.resources.as_ref().unwrap_or(&Value::Null));
             }
@@ -701,6 +694,15 @@ enum Destination {
     Containers,
 }
 
+impl<'s> Built<'s> {
+    fn list(&mut self, into: Destination) -> &mut Vec<Injected<'s>> {
+        match into {
+            Destination::InitContainers => &mut self.init_containers,
+            Destination::Containers => &mut self.containers,
+        }
+    }
+}
+
 /// Writes a built sidecar (or its hot-upgrade pair) into the list it goes into.
 fn push_injected<'s>(
     built: &mut Built<'s>,
@@ -709,23 +711,21 @@ fn push_injected<'s>(
     hot: bool,
 ) {
     let policy = sidecar.base.view.pod_inject_policy.as_str();
-    let written = if hot {
-        Vec::from(hot_upgrade(sidecar, built))
-    } else {
-        vec![(
-            sidecar.base.view.name.clone(),
-            sidecar.write(Variant::default()),
-        )]
-    };
-    let list = match into {
-        Destination::InitContainers => &mut built.init_containers,
-        Destination::Containers => &mut built.containers,
-    };
-    list.extend(written.into_iter().map(|(name, container)| Injected {
+    let injected = |(name, container)| Injected {
         name,
         container,
         policy,
-    }));
+    };
+    if hot {
+        let pair = hot_upgrade(sidecar, built).map(injected);
+        built.list(into).extend(pair);
+    } else {
+        let one = (
+            sidecar.base.view.name.clone(),
+            sidecar.write(Variant::default()),
+        );
+        built.list(into).push(injected(one));
+    }
 }
 
 /// Injects `matched` (already chosen revisions, in order) into the raw pod (§4.5-4.8). Returns whether the
