@@ -198,6 +198,13 @@ fn number(b: &[u8], mut i: usize) -> Option<usize> {
     Some(i)
 }
 
+/// The tree of text known to be valid JSON: a value of a request [`validate`] accepted, or text this crate
+/// wrote. The parse fails only past serde_json's 128 levels of nesting (no Kubernetes object is that deep;
+/// `validate` follows [`MAX_DEPTH`]), and such a value reads as `null`.
+pub(crate) fn valid_tree(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+}
+
 /// The index just past the string whose opening quote is at `open`, and whether it has an escape.
 #[inline]
 pub(crate) fn string_end(b: &[u8], open: usize) -> (usize, bool) {

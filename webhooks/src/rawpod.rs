@@ -22,7 +22,7 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 
 use crate::admission::RawJson;
-use crate::json::{Cursor, unquote};
+use crate::json::{Cursor, unquote, valid_tree};
 use crate::patch::{self, Json, Op, Step};
 
 /// How a container list appeared in the request.
@@ -98,7 +98,7 @@ impl<'l> RawContainer<'l> {
 
     /// The member `key` (the last one when the key is written twice, as decoding does).
     pub fn get(self, key: &str) -> Option<&'l Value> {
-        member(self.members, key).map(|m| m.value.get_or_init(|| kept_value(m.text)))
+        member(self.members, key).map(|m| m.value.get_or_init(|| valid_tree(m.text)))
     }
 
     /// Whether the member `key` may mention `word`: its text has it, or has an escape that could spell it.
@@ -215,7 +215,7 @@ impl<'a> RawList<'a> {
     pub fn value(&self, index: usize) -> Value {
         self.elements
             .get(index)
-            .map_or(Value::Null, |e| kept_value(e.text))
+            .map_or(Value::Null, |e| valid_tree(e.text))
     }
 
     /// Replaces the list: `items` refer to elements as received by index, or are new.
@@ -304,7 +304,7 @@ impl<'a> RawList<'a> {
             (None, Presence::Absent) => None,
             (None, Presence::Null) => Some(Value::Null),
             (None, Presence::List) => Some(Value::Array(
-                self.elements.iter().map(|e| kept_value(e.text)).collect(),
+                self.elements.iter().map(|e| valid_tree(e.text)).collect(),
             )),
         }
     }
@@ -357,12 +357,6 @@ pub struct RawPod<'a> {
 
 fn value(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| e.to_string())
-}
-
-/// A value kept as text when the pod was read: part of a [`RawJson`], so valid JSON (and no deeper than
-/// the request itself), and this parse does not fail.
-fn kept_value(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 impl<'a> RawPod<'a> {
@@ -451,7 +445,7 @@ impl<'a> RawPod<'a> {
             .kept
             .iter()
             .rev()
-            .map(|k| (k.section, &*k.key, Some(kept_value(k.text))));
+            .map(|k| (k.section, &*k.key, Some(valid_tree(k.text))));
         for (section, key, value) in kept.chain(lists) {
             let Some(value) = value else { continue };
             if let Some(section) = pod.as_object_mut().map(|p| {
@@ -485,7 +479,7 @@ impl<'a> RawPod<'a> {
             let mut original = original.clone();
             for k in self.kept.iter().filter(written) {
                 if let Some(section) = original.get_mut(k.section).and_then(Value::as_object_mut) {
-                    section.insert(k.key.clone().into_owned(), kept_value(k.text));
+                    section.insert(k.key.clone().into_owned(), valid_tree(k.text));
                 }
             }
             patch::diff_owned(&original, self.pod)

@@ -222,10 +222,9 @@ pub struct SidecarSetStatus {
 pub struct SidecarContainer {
     /// The container exactly as stored.
     raw: serde_json::Map<String, Value>,
-    /// `raw` without Kruise's own fields, computed once when the SidecarSet is read.
-    pod_container: serde_json::Map<String, Value>,
-    /// `pod_container` written ahead as JSON text, so injection copies it instead of cloning and writing a
-    /// tree on every pod create.
+    /// The container as it is injected (`raw` without Kruise's own fields), written ahead as JSON text when
+    /// the SidecarSet is read, so injection copies it instead of cloning and writing a tree on every pod
+    /// create.
     written: Written,
     /// The fields injection reads.
     pub view: SidecarContainerView,
@@ -251,10 +250,14 @@ pub(crate) struct WrittenMember<'a> {
 }
 
 impl Written {
-    fn of(container: &serde_json::Map<String, Value>) -> Self {
+    /// `raw` without [`KRUISE_CONTAINER_FIELDS`].
+    fn of(raw: &serde_json::Map<String, Value>) -> Self {
         let mut text = Vec::new();
-        let mut members = Vec::with_capacity(container.len());
-        for (key, value) in container {
+        let mut members = Vec::with_capacity(raw.len());
+        let injected = raw
+            .iter()
+            .filter(|(key, _)| !KRUISE_CONTAINER_FIELDS.contains(&key.as_str()));
+        for (key, value) in injected {
             let head = text.len();
             crate::patch::write_str(&mut text, key);
             text.push(b':');
@@ -387,20 +390,14 @@ pub struct SourceContainerNameFrom {
 
 impl<'de> Deserialize<'de> for SidecarContainer {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = serde_json::Map::<String, Value>::deserialize(d)?;
-        let mut pod_container = raw.clone();
-        for field in KRUISE_CONTAINER_FIELDS {
-            pod_container.remove(*field);
-        }
-        let raw = Value::Object(raw);
+        let raw = Value::Object(serde_json::Map::<String, Value>::deserialize(d)?);
         let view = SidecarContainerView::deserialize(&raw).map_err(serde::de::Error::custom)?;
         let Value::Object(raw) = raw else {
             unreachable!("built as an object above")
         };
         Ok(Self {
+            written: Written::of(&raw),
             raw,
-            written: Written::of(&pod_container),
-            pod_container,
             view,
         })
     }
@@ -418,12 +415,7 @@ impl SidecarContainer {
         &self.raw
     }
 
-    /// The container as it is injected: the raw JSON without Kruise's own fields.
-    pub fn pod_container(&self) -> &serde_json::Map<String, Value> {
-        &self.pod_container
-    }
-
-    /// [`SidecarContainer::pod_container`] written as JSON text.
+    /// The container as it is injected (the raw JSON without Kruise's own fields), written as JSON text.
     pub(crate) fn written(&self) -> &Written {
         &self.written
     }
@@ -513,9 +505,14 @@ mod tests {
             ["A", "B"]
         );
         assert_eq!(serde_json::to_value(&set).unwrap(), stored);
-        let injected = set.spec.containers[0].pod_container();
+        let injected: Vec<_> = set.spec.containers[0]
+            .written()
+            .members()
+            .map(|m| m.key.into_owned())
+            .collect();
         assert!(
-            injected.contains_key("futureContainerField") && !injected.contains_key("transferEnv")
+            injected.iter().any(|k| k == "futureContainerField")
+                && !injected.iter().any(|k| k == "transferEnv")
         );
     }
 
@@ -537,7 +534,7 @@ mod tests {
             .collect();
         assert_eq!(
             format!("{{{}}}", joined.join(",")),
-            serde_json::to_string(c.pod_container()).unwrap()
+            r#"{"a\"b":1,"env":[{"name":"E","value":"é"}],"image":"i","name":"s","x\u0001":[true,null]}"#
         );
     }
 

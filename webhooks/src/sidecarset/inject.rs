@@ -5,6 +5,7 @@
 //! SidecarSets already chosen (§4.3, §4.4) in their order, the time of the request and the gates. The caller
 //! turns the result into the patch.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -397,7 +398,8 @@ fn str_field<'a>(v: &'a Value, key: &str) -> &'a str {
 
 /// A container to inject: its name, its JSON, its `podInjectPolicy`.
 struct Injected<'s> {
-    name: String,
+    /// The SidecarSet's, or a hot-upgrade copy's.
+    name: Cow<'s, str>,
     container: Json,
     policy: &'s str,
 }
@@ -460,7 +462,8 @@ fn build_container<'s, 'p>(
     injected_volumes: &mut Vec<&'s Value>,
     (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &BTreeSet<String>),
 ) -> Result<Sidecar<'s, 'p>, InjectError> {
-    let c = sidecar.pod_container();
+    // The lists read here are not among Kruise's own fields: as injected.
+    let c = sidecar.raw();
     let resources = if sidecar.view.resources_policy.is_some() {
         let containers = PodContainers {
             init_containers: source.init_containers,
@@ -711,20 +714,19 @@ fn push_injected<'s>(
     hot: bool,
 ) {
     let policy = sidecar.base.view.pod_inject_policy.as_str();
-    let injected = |(name, container)| Injected {
-        name,
-        container,
-        policy,
-    };
     if hot {
-        let pair = hot_upgrade(sidecar, built).map(injected);
+        let pair = hot_upgrade(sidecar, built).map(|(name, container)| Injected {
+            name: Cow::Owned(name),
+            container,
+            policy,
+        });
         built.list(into).extend(pair);
     } else {
-        let one = (
-            sidecar.base.view.name.clone(),
-            sidecar.write(Variant::default()),
-        );
-        built.list(into).push(injected(one));
+        built.list(into).push(Injected {
+            name: Cow::Borrowed(&sidecar.base.view.name),
+            container: sidecar.write(Variant::default()),
+            policy,
+        });
     }
 }
 

@@ -367,7 +367,7 @@ fn merge_rule_replaces_in_place_and_places_by_policy() {
             (json!({"name": "sidecar-2"}), "AfterAppContainer"),
         ]
         .map(|(c, policy)| Injected {
-            name: c["name"].as_str().unwrap().to_owned(),
+            name: c["name"].as_str().unwrap().to_owned().into(),
             container: Json::Text(c.to_string().into()),
             policy,
         })
