@@ -369,13 +369,18 @@ static ESCAPE: [u8; 256] = {
 /// feed, newline, carriage return and tab, `\u00xx` (lower-case hex) for other control characters. Runs
 /// without escapes are found eight bytes at a time and copied whole.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(s.len() + 2);
     out.push(b'"');
+    write_str_inner(out, s);
+    out.push(b'"');
+}
+
+/// [`write_str`] without the quotes around: what goes between them.
+pub(crate) fn write_str_inner(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
     // Long strings (the base64 patch) are checked in one pass the compiler vectorizes, then copied whole.
     if bytes.len() >= 64 && !scan::any(bytes, scan::is_json_escape) {
         out.extend_from_slice(bytes);
-        out.push(b'"');
         return;
     }
     let mut start = 0;
@@ -394,11 +399,20 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
         }
         start = at + 1;
     }
-    out.push(b'"');
 }
 
 /// Appends `value` as compact JSON, as serde_json writes it.
 pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
+    write_value_with(out, value, &|_| None);
+}
+
+/// [`write_value`], with the string values for which `literal` knows their JSON string literal (as
+/// [`write_str`] writes it) copied from there instead of escaped again.
+pub(crate) fn write_value_with<'l>(
+    out: &mut Vec<u8>,
+    value: &Value,
+    literal: &impl Fn(&str) -> Option<&'l str>,
+) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -407,14 +421,17 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
         Value::Number(n) => {
             let _ = serde_json::to_writer(&mut *out, n);
         }
-        Value::String(s) => write_str(out, s),
+        Value::String(s) => match literal(s) {
+            Some(text) => out.extend_from_slice(text.as_bytes()),
+            None => write_str(out, s),
+        },
         Value::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_value(out, item);
+                write_value_with(out, item, literal);
             }
             out.push(b']');
         }
@@ -426,7 +443,7 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
                 }
                 write_str(out, k);
                 out.push(b':');
-                write_value(out, v);
+                write_value_with(out, v, literal);
             }
             out.push(b'}');
         }

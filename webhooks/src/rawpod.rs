@@ -353,6 +353,8 @@ pub struct RawPod<'a> {
     pub containers: RawList<'a>,
     /// `spec.volumes`.
     pub volumes: RawList<'a>,
+    /// String values a step wrote together with their JSON string literal ([`RawPod::string_literal`]).
+    literals: Vec<(String, Box<str>)>,
 }
 
 fn value(text: &str) -> Result<Value, String> {
@@ -423,6 +425,7 @@ impl<'a> RawPod<'a> {
             init_containers,
             containers,
             volumes,
+            literals: Vec::new(),
         })
     }
 
@@ -464,6 +467,14 @@ impl<'a> RawPod<'a> {
         pod
     }
 
+    /// Records that a step set a string value `plain` whose JSON string literal (quotes included, as
+    /// [`patch::write_str`] writes it) it wrote too: an operation whose value is or holds that string copies the
+    /// literal instead of escaping the string again (a hash annotation is JSON text, with a quote every few
+    /// bytes).
+    pub(crate) fn string_literal(&mut self, plain: String, literal: Box<str>) {
+        self.literals.push((plain, literal));
+    }
+
     /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
     pub fn into_patch(self, original: &Value) -> Vec<Op> {
         // A step that wrote a member kept as text is diffed against that member as received.
@@ -484,10 +495,42 @@ impl<'a> RawPod<'a> {
             }
             patch::diff_owned(&original, self.pod)
         };
+        if !self.literals.is_empty() {
+            with_literals(&mut ops, &self.literals);
+        }
         self.init_containers.into_ops(&mut ops);
         self.containers.into_ops(&mut ops);
         self.volumes.into_ops(&mut ops);
         ops
+    }
+}
+
+/// Writes as text the values of `ops` that are or hold one of the strings of `literals`, copying their
+/// literals.
+fn with_literals(ops: &mut [Op], literals: &[(String, Box<str>)]) {
+    fn find<'l>(literals: &'l [(String, Box<str>)], s: &str) -> Option<&'l str> {
+        literals
+            .iter()
+            .find(|(plain, _)| plain.len() == s.len() && plain == s)
+            .map(|(_, literal)| &**literal)
+    }
+    let literal = |s: &str| find(literals, s);
+    fn holds<'l>(value: &Value, literal: &impl Fn(&str) -> Option<&'l str>) -> bool {
+        match value {
+            Value::String(s) => literal(s).is_some(),
+            Value::Object(map) => map.values().any(|v| holds(v, literal)),
+            _ => false,
+        }
+    }
+    for op in ops {
+        if let Op::Add { value, .. } | Op::Replace { value, .. } = op
+            && let Json::Value(tree) = value
+            && holds(tree, &literal)
+        {
+            let mut text = Vec::with_capacity(1024);
+            patch::write_value_with(&mut text, tree, &literal);
+            *value = Json::Text(patch::written_text(text));
+        }
     }
 }
 

@@ -56,6 +56,40 @@ pub struct SidecarSet {
     /// Status, as the controller wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<SidecarSetStatus>,
+    /// Its entries in a pod's hash annotations, written on its first injection.
+    #[serde(skip)]
+    pub(crate) hash_entries: Memo<crate::sidecarset::inject::HashEntries>,
+}
+
+/// A value worked out from the fields of the object that holds it, on first use. A clone starts without it
+/// (a clone may be edited), and it takes no part in equality; whoever reads it checks it was worked out
+/// from the fields as they are.
+#[derive(Debug)]
+pub(crate) struct Memo<T>(std::sync::OnceLock<T>);
+
+impl<T> Memo<T> {
+    /// The value, worked out by `init` on first use.
+    pub(crate) fn get_or_init(&self, init: impl FnOnce() -> T) -> &T {
+        self.0.get_or_init(init)
+    }
+}
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Self(std::sync::OnceLock::new())
+    }
+}
+
+impl<T> Clone for Memo<T> {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl<T> PartialEq for Memo<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// `spec`.

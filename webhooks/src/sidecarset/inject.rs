@@ -110,50 +110,201 @@ pub struct UpgradeSpec {
     pub controller_revision: Option<String>,
 }
 
-/// `gojson::to_string` of a hash annotation's map, written field by field (it is on every injection).
-fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
-    fn optional(out: &mut Vec<u8>, value: Option<&str>) {
-        match value {
-            Some(v) => write_str(out, v),
-            None => out.extend_from_slice(b"null"),
-        }
-    }
-    let mut out = Vec::with_capacity(160 * specs.len() + 2);
-    out.push(b'{');
-    for (i, (name, spec)) in specs.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(&mut out, name);
-        out.extend_from_slice(b":{\"updateTimestamp\":");
-        optional(&mut out, spec.update_timestamp.as_deref());
-        out.extend_from_slice(b",\"hash\":");
-        write_str(&mut out, &spec.hash);
-        out.extend_from_slice(b",\"sidecarSetName\":");
-        write_str(&mut out, &spec.sidecar_set_name);
-        out.extend_from_slice(b",\"sidecarList\":");
-        match &spec.sidecar_list {
-            Some(list) => {
-                out.push(b'[');
-                for (j, item) in list.iter().enumerate() {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    write_str(&mut out, item);
+/// A hash annotation entry's text up to its timestamp: `"name":{"updateTimestamp":`.
+fn entry_head(out: &mut Vec<u8>, name: &str) {
+    write_str(out, name);
+    out.extend_from_slice(b":{\"updateTimestamp\":");
+}
+
+/// A hash annotation entry's text after its timestamp, to its closing `}`.
+fn entry_tail(out: &mut Vec<u8>, spec: &UpgradeSpec) {
+    out.extend_from_slice(b",\"hash\":");
+    write_str(out, &spec.hash);
+    out.extend_from_slice(b",\"sidecarSetName\":");
+    write_str(out, &spec.sidecar_set_name);
+    out.extend_from_slice(b",\"sidecarList\":");
+    match &spec.sidecar_list {
+        Some(list) => {
+            out.push(b'[');
+            for (j, item) in list.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
                 }
-                out.push(b']');
+                write_str(out, item);
             }
-            None => out.extend_from_slice(b"null"),
+            out.push(b']');
         }
-        if let Some(revision) = &spec.controller_revision {
-            out.extend_from_slice(b",\"controllerRevision\":");
-            write_str(&mut out, revision);
-        }
-        out.push(b'}');
+        None => out.extend_from_slice(b"null"),
+    }
+    if let Some(revision) = &spec.controller_revision {
+        out.extend_from_slice(b",\"controllerRevision\":");
+        write_str(out, revision);
     }
     out.push(b'}');
-    // Only whole strings were written into `out`.
+}
+
+/// Go's escapes applied to text this crate wrote (whole strings only, so it is UTF-8).
+fn go_text(out: Vec<u8>) -> String {
     gojson::go_escaped(String::from_utf8(out).unwrap_or_default())
+}
+
+/// A piece of annotation text as Go writes it, and as it stands inside the annotation's JSON string literal.
+#[derive(Debug, Clone)]
+struct Piece {
+    plain: String,
+    quoted: String,
+}
+
+impl Piece {
+    fn of(written: Vec<u8>) -> Self {
+        let plain = go_text(written);
+        let mut quoted = Vec::with_capacity(plain.len() + plain.len() / 4);
+        crate::patch::write_str_inner(&mut quoted, &plain);
+        Self {
+            plain,
+            quoted: String::from_utf8(quoted).unwrap_or_default(),
+        }
+    }
+}
+
+/// A hash annotation (`gojson::to_string` of its map), text and JSON string literal written together.
+struct AnnotationText {
+    plain: Vec<u8>,
+    quoted: Vec<u8>,
+}
+
+impl AnnotationText {
+    fn new(capacity: usize) -> Self {
+        let mut text = Self {
+            plain: Vec::with_capacity(capacity),
+            quoted: Vec::with_capacity(capacity + capacity / 4),
+        };
+        text.plain.push(b'{');
+        text.quoted.extend_from_slice(b"\"{");
+        text
+    }
+
+    fn push(&mut self, piece: &Piece) {
+        self.plain.extend_from_slice(piece.plain.as_bytes());
+        self.quoted.extend_from_slice(piece.quoted.as_bytes());
+    }
+
+    fn push_byte(&mut self, b: u8) {
+        self.plain.push(b);
+        self.quoted.push(b);
+    }
+
+    fn finish(mut self) -> (String, Box<str>) {
+        self.plain.push(b'}');
+        self.quoted.extend_from_slice(b"}\"");
+        (
+            String::from_utf8(self.plain).unwrap_or_default(),
+            String::from_utf8(self.quoted).unwrap_or_default().into(),
+        )
+    }
+}
+
+/// A SidecarSet's entries in the two hash annotations as its injection now writes them, around their
+/// timestamp, worked out once per SidecarSet ([`SidecarSet::hash_entries`]): a pod create copies four
+/// pieces per SidecarSet and annotation instead of writing a dozen and escaping the annotation again for
+/// the patch.
+#[derive(Debug, Clone)]
+pub(crate) struct HashEntries {
+    /// What they were written from: the name, the two hashes, `status.latestRevision`, the sidecar list.
+    name: String,
+    hashes: [Option<String>; 2],
+    revision: Option<String>,
+    list: Vec<String>,
+    /// Per annotation (hash, hash without image): the entry's head and tail ([`entry_head`], [`entry_tail`]).
+    pieces: [[Piece; 2]; 2],
+}
+
+impl HashEntries {
+    fn new(name: &str, hashes: [Option<&str>; 2], revision: Option<&str>, list: &[String]) -> Self {
+        let pieces = [0, 1].map(|which| {
+            let spec = UpgradeSpec {
+                update_timestamp: None,
+                hash: hashes[which].unwrap_or("").to_owned(),
+                sidecar_set_name: name.to_owned(),
+                sidecar_list: Some(list.to_vec()),
+                controller_revision: revision.filter(|_| which == 0).map(str::to_owned),
+            };
+            let mut head = Vec::new();
+            entry_head(&mut head, name);
+            let mut tail = Vec::new();
+            entry_tail(&mut tail, &spec);
+            [Piece::of(head), Piece::of(tail)]
+        });
+        Self {
+            name: name.to_owned(),
+            hashes: hashes.map(|h| h.map(str::to_owned)),
+            revision: revision.map(str::to_owned),
+            list: list.to_vec(),
+            pieces,
+        }
+    }
+
+    /// Whether these were written from these fields.
+    fn is_for(
+        &self,
+        name: &str,
+        hashes: [Option<&str>; 2],
+        revision: Option<&str>,
+        list: &[String],
+    ) -> bool {
+        self.name == name
+            && self.hashes[0].as_deref() == hashes[0]
+            && self.hashes[1].as_deref() == hashes[1]
+            && self.revision.as_deref() == revision
+            && self.list == list
+    }
+}
+
+/// The two hash annotations' texts and JSON string literals. Entries of the SidecarSets injected now
+/// (`fresh`, stamped `now`) are copied from their pieces; the others (a pod injected before) are written.
+fn upgrade_specs_texts(
+    specs: [&BTreeMap<String, UpgradeSpec>; 2],
+    fresh: &[Cow<'_, HashEntries>],
+    now: &str,
+) -> [(String, Box<str>); 2] {
+    let mut written = Vec::with_capacity(32);
+    write_str(&mut written, now);
+    let timestamp = Piece::of(written);
+    [0, 1].map(|which| {
+        let specs = specs[which];
+        let mut text = AnnotationText::new(200 * specs.len());
+        for (i, (name, spec)) in specs.iter().enumerate() {
+            if i > 0 {
+                text.push_byte(b',');
+            }
+            let entries = fresh.iter().find(|e| e.name == *name);
+            if let Some(entries) = entries
+                && spec.update_timestamp.as_deref() == Some(now)
+            {
+                let [head, tail] = &entries.pieces[which];
+                text.push(head);
+                text.push(&timestamp);
+                text.push(tail);
+                continue;
+            }
+            let mut written = Vec::with_capacity(200);
+            entry_head(&mut written, name);
+            match spec.update_timestamp.as_deref() {
+                Some(t) => write_str(&mut written, t),
+                None => written.extend_from_slice(b"null"),
+            }
+            entry_tail(&mut written, spec);
+            text.push(&Piece::of(written));
+        }
+        text.finish()
+    })
+}
+
+/// `gojson::to_string` of a hash annotation's map, as [`upgrade_specs_texts`] writes it without pieces.
+#[cfg(test)]
+fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
+    let [(plain, _), _] = upgrade_specs_texts([specs, &BTreeMap::new()], &[], "");
+    plain
 }
 
 fn pod_meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
@@ -767,6 +918,7 @@ pub fn inject(
         containers: &doc.containers,
     };
     let mut built = Built::default();
+    let mut fresh: Vec<Cow<'_, HashEntries>> = Vec::with_capacity(matched.len());
     for set in matched {
         names.insert(set.name().to_owned());
         let volumes_by_name: BTreeMap<&str, &Value> = set
@@ -821,29 +973,30 @@ pub fn inject(
                 .as_ref()
                 .and_then(|s| s.latest_revision.clone())
                 .filter(|r| !r.is_empty());
-            hashes.insert(
-                set.name().to_owned(),
-                entry(set.annotation(HASH_ANNOTATION), revision),
+            let set_hashes = [
+                set.annotation(HASH_ANNOTATION),
+                set.annotation(HASH_WITHOUT_IMAGE_ANNOTATION),
+            ];
+            let (name, revision_name) = (set.name(), revision.as_deref());
+            let new = || HashEntries::new(name, set_hashes, revision_name, &sidecar_list);
+            let entries = set.hash_entries.get_or_init(new);
+            fresh.push(
+                if entries.is_for(name, set_hashes, revision_name, &sidecar_list) {
+                    Cow::Borrowed(entries)
+                } else {
+                    Cow::Owned(new())
+                },
             );
-            hashes_without_image.insert(
-                set.name().to_owned(),
-                entry(set.annotation(HASH_WITHOUT_IMAGE_ANNOTATION), None),
-            );
+            hashes.insert(name.to_owned(), entry(set_hashes[0], revision));
+            hashes_without_image.insert(name.to_owned(), entry(set_hashes[1], None));
         }
     }
     if built.init_containers.is_empty() && built.containers.is_empty() {
         return Ok(metadata_changed);
     }
     work_map.extend(std::mem::take(&mut built.work_map));
-    apply(
-        doc,
-        built,
-        options,
-        hashes,
-        hashes_without_image,
-        work_map,
-        names,
-    );
+    let annotations = upgrade_specs_texts([&hashes, &hashes_without_image], &fresh, options.now);
+    apply(doc, built, options, annotations, work_map, names);
     Ok(true)
 }
 
@@ -892,8 +1045,7 @@ fn apply(
     doc: &mut RawPod<'_>,
     built: Built<'_>,
     options: InjectOptions<'_>,
-    hashes: BTreeMap<String, UpgradeSpec>,
-    hashes_without_image: BTreeMap<String, UpgradeSpec>,
+    [hashes, hashes_without_image]: [(String, Box<str>); 2],
     work_map: BTreeMap<String, String>,
     names: BTreeSet<String>,
 ) {
@@ -955,14 +1107,12 @@ fn apply(
     }
 
     let annotations = annotations_mut(&mut doc.pod);
-    annotations.insert(
-        HASH_ANNOTATION.into(),
-        Value::String(upgrade_specs_json(&hashes)),
-    );
-    annotations.insert(
-        HASH_WITHOUT_IMAGE_ANNOTATION.into(),
-        Value::String(upgrade_specs_json(&hashes_without_image)),
-    );
+    for (key, (text, _)) in [
+        (HASH_ANNOTATION, &hashes),
+        (HASH_WITHOUT_IMAGE_ANNOTATION, &hashes_without_image),
+    ] {
+        annotations.insert(key.into(), Value::String(text.clone()));
+    }
     annotations.insert(
         INJECTED_LIST_ANNOTATION.into(),
         Value::String(names.into_iter().collect::<Vec<_>>().join(",")),
@@ -975,6 +1125,9 @@ fn apply(
     }
     for (k, v) in hot_annotations {
         annotations.insert(k, Value::String(v));
+    }
+    for (text, literal) in [hashes, hashes_without_image] {
+        doc.string_literal(text, literal);
     }
 }
 

@@ -680,3 +680,136 @@ fn written_containers_extend_lists_and_replace_members_in_key_order() {
         );
     }
 }
+
+/// A SidecarSet's entry in the hash annotations: name, hash, hash without image, revision, sidecar list.
+type Entry<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, &'a [&'a str]);
+
+/// The hash annotations a pod gets, built by hand: `entries` stamped `now`, beside the pod's own `kept`
+/// entries; each map as Go marshals it.
+fn expected_hash_annotations(entries: &[Entry<'_>], kept: &[(&str, UpgradeSpec)]) -> [String; 2] {
+    [0, 1].map(|which| {
+        let mut map: BTreeMap<String, UpgradeSpec> = kept
+            .iter()
+            .map(|(name, spec)| ((*name).to_owned(), spec.clone()))
+            .collect();
+        for &(name, hash, without_image, revision, list) in entries {
+            map.insert(
+                name.to_owned(),
+                UpgradeSpec {
+                    update_timestamp: Some(NOW.to_owned()),
+                    hash: [hash, without_image][which].to_owned(),
+                    sidecar_set_name: name.to_owned(),
+                    sidecar_list: Some(list.iter().map(|s| (*s).to_owned()).collect()),
+                    controller_revision: revision.filter(|_| which == 0).map(str::to_owned),
+                },
+            );
+        }
+        gojson::to_string(&map)
+    })
+}
+
+#[test]
+fn hash_annotation_entries_written_ahead_are_the_entries_as_go_marshals_them() {
+    // Names, hashes and a revision with what JSON and Go escape, beside an entry the pod already had (written
+    // as it is read) and a plain SidecarSet; `run` checks the patch's text against serde_json's.
+    let odd = Arc::new(
+        serde_json::from_value::<SidecarSet>(json!({
+            "metadata": {"name": "odd", "annotations": {
+                HASH_ANNOTATION: "h<\"1\">&\\\u{1}\u{2028}", HASH_WITHOUT_IMAGE_ANNOTATION: "w\"\u{7f}é"}},
+            "spec": {"selector": {"matchLabels": {"app": "suxing-test"}},
+                     "initContainers": [{"name": "native\"", "image": "i", "restartPolicy": "Always"}],
+                     "containers": [{"name": "c<2>", "image": "i"}, {"name": "a&1", "image": "i"}]},
+            "status": {"latestRevision": "odd-\"rev\""}
+        }))
+        .unwrap(),
+    );
+    let old = UpgradeSpec {
+        update_timestamp: None,
+        hash: "old\"hash".into(),
+        sidecar_set_name: "before".into(),
+        sidecar_list: None,
+        controller_revision: None,
+    };
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({
+        HASH_ANNOTATION: gojson::to_string(&BTreeMap::from([("before", &old)])),
+        HASH_WITHOUT_IMAGE_ANNOTATION: gojson::to_string(&BTreeMap::from([("before", &old)])),
+    });
+    run(&mut p, &[odd.clone(), sidecarset1()]).unwrap();
+    let expected = expected_hash_annotations(
+        &[
+            (
+                "odd",
+                "h<\"1\">&\\\u{1}\u{2028}",
+                "w\"\u{7f}é",
+                Some("odd-\"rev\""),
+                &["a&1", "c<2>", "native\""],
+            ),
+            (
+                "sidecarset1",
+                "sidecarset1-hash",
+                "sidecarset1-wo",
+                None,
+                &["dns-f", "log-agent"],
+            ),
+        ],
+        &[("before", old.clone())],
+    );
+    assert_eq!(ann(&p, HASH_ANNOTATION), expected[0]);
+    assert_eq!(ann(&p, HASH_WITHOUT_IMAGE_ANNOTATION), expected[1]);
+    // The same again, into a pod without annotations (the patch adds them as one object), from the entries
+    // the first injection kept with the SidecarSet.
+    let mut p = pod();
+    run(&mut p, &[odd]).unwrap();
+    let expected = expected_hash_annotations(
+        &[(
+            "odd",
+            "h<\"1\">&\\\u{1}\u{2028}",
+            "w\"\u{7f}é",
+            Some("odd-\"rev\""),
+            &["a&1", "c<2>", "native\""],
+        )],
+        &[],
+    );
+    assert_eq!(ann(&p, HASH_ANNOTATION), expected[0]);
+    assert_eq!(ann(&p, HASH_WITHOUT_IMAGE_ANNOTATION), expected[1]);
+}
+
+#[test]
+fn a_sidecar_set_edited_after_an_injection_is_written_from_its_fields_as_they_are() {
+    let set = sidecarset1();
+    run(&mut pod(), std::slice::from_ref(&set)).unwrap();
+    // Edited in place (its entries were written by the first injection), and edited in a clone.
+    let mut edited = Arc::try_unwrap(set).unwrap();
+    edited
+        .metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(HASH_ANNOTATION.into(), "edited".into());
+    edited.status = Some(crate::api::sidecarset::SidecarSetStatus {
+        latest_revision: Some("rev-2".into()),
+        ..Default::default()
+    });
+    let mut cloned = edited.clone();
+    cloned.spec.containers.pop();
+    for (set, list) in [
+        (edited, &["dns-f", "log-agent"][..]),
+        (cloned, &["dns-f"][..]),
+    ] {
+        let mut p = pod();
+        run(&mut p, &[Arc::new(set)]).unwrap();
+        let expected = expected_hash_annotations(
+            &[(
+                "sidecarset1",
+                "edited",
+                "sidecarset1-wo",
+                Some("rev-2"),
+                list,
+            )],
+            &[],
+        );
+        assert_eq!(ann(&p, HASH_ANNOTATION), expected[0]);
+        assert_eq!(ann(&p, HASH_WITHOUT_IMAGE_ANNOTATION), expected[1]);
+    }
+}
