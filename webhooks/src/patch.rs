@@ -188,8 +188,19 @@ pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> String {
                 out.push_str(&k[start..]);
             }
             Step::Index(i) => {
-                use std::fmt::Write;
-                let _ = write!(out, "{i}");
+                // Decimal digits without the formatting machinery (a pointer per injected element).
+                let mut digits = [0u8; 20];
+                let mut at = digits.len();
+                let mut n = i;
+                loop {
+                    at -= 1;
+                    digits[at] = b'0' + (n % 10) as u8;
+                    n /= 10;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                out.extend(digits[at..].iter().map(|&d| char::from(d)));
             }
         }
     }
@@ -539,6 +550,10 @@ mod tests {
             .collect();
         assert_eq!(tokens, ["metadata", "annotations", "a/b~c", "12"]);
         assert_eq!(pointer([]), "");
+        assert_eq!(
+            pointer([Step::Index(0), Step::Index(10), Step::Index(usize::MAX)]),
+            "/0/10/18446744073709551615"
+        );
     }
 
     #[test]
