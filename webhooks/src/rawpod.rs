@@ -511,7 +511,7 @@ fn with_literals(ops: &mut [Op], literals: &[(String, Box<str>)]) {
     fn find<'l>(literals: &'l [(String, Box<str>)], s: &str) -> Option<&'l str> {
         literals
             .iter()
-            .find(|(plain, _)| plain.len() == s.len() && plain == s)
+            .find(|(plain, _)| plain == s)
             .map(|(_, literal)| &**literal)
     }
     let literal = |s: &str| find(literals, s);

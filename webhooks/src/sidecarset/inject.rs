@@ -143,26 +143,22 @@ fn entry_tail(out: &mut Vec<u8>, spec: &UpgradeSpec) {
     out.push(b'}');
 }
 
-/// Go's escapes applied to text this crate wrote (whole strings only, so it is UTF-8).
-fn go_text(out: Vec<u8>) -> String {
-    gojson::go_escaped(String::from_utf8(out).unwrap_or_default())
-}
-
 /// A piece of annotation text as Go writes it, and as it stands inside the annotation's JSON string literal.
 #[derive(Debug, Clone)]
 struct Piece {
     plain: String,
-    quoted: String,
+    quoted: Box<str>,
 }
 
 impl Piece {
     fn of(written: Vec<u8>) -> Self {
-        let plain = go_text(written);
+        // Go's escapes: `written` holds whole strings, where the characters Go escapes can only be.
+        let plain = gojson::go_escaped(written_text(written).into_string());
         let mut quoted = Vec::with_capacity(plain.len() + plain.len() / 4);
         crate::patch::write_str_inner(&mut quoted, &plain);
         Self {
             plain,
-            quoted: String::from_utf8(quoted).unwrap_or_default(),
+            quoted: written_text(quoted),
         }
     }
 }
@@ -198,8 +194,9 @@ impl AnnotationText {
         self.plain.push(b'}');
         self.quoted.extend_from_slice(b"}\"");
         (
+            // A String as the annotation's value takes it (not shrunk, as a `Box<str>` would be).
             String::from_utf8(self.plain).unwrap_or_default(),
-            String::from_utf8(self.quoted).unwrap_or_default().into(),
+            written_text(self.quoted),
         )
     }
 }
@@ -210,53 +207,38 @@ impl AnnotationText {
 /// the patch.
 #[derive(Debug, Clone)]
 pub(crate) struct HashEntries {
-    /// What they were written from: the name, the two hashes, `status.latestRevision`, the sidecar list.
-    name: String,
-    hashes: [Option<String>; 2],
-    revision: Option<String>,
-    list: Vec<String>,
-    /// Per annotation (hash, hash without image): the entry's head and tail ([`entry_head`], [`entry_tail`]).
+    /// The entries they were written from (hash, hash without image), timestamps aside.
+    specs: [UpgradeSpec; 2],
+    /// Per annotation: the entry's head and tail ([`entry_head`], [`entry_tail`]).
     pieces: [[Piece; 2]; 2],
 }
 
 impl HashEntries {
-    fn new(name: &str, hashes: [Option<&str>; 2], revision: Option<&str>, list: &[String]) -> Self {
-        let pieces = [0, 1].map(|which| {
-            let spec = UpgradeSpec {
-                update_timestamp: None,
-                hash: hashes[which].unwrap_or("").to_owned(),
-                sidecar_set_name: name.to_owned(),
-                sidecar_list: Some(list.to_vec()),
-                controller_revision: revision.filter(|_| which == 0).map(str::to_owned),
-            };
+    fn new(specs: [&UpgradeSpec; 2]) -> Self {
+        let pieces = specs.map(|spec| {
             let mut head = Vec::new();
-            entry_head(&mut head, name);
+            entry_head(&mut head, &spec.sidecar_set_name);
             let mut tail = Vec::new();
-            entry_tail(&mut tail, &spec);
+            entry_tail(&mut tail, spec);
             [Piece::of(head), Piece::of(tail)]
         });
         Self {
-            name: name.to_owned(),
-            hashes: hashes.map(|h| h.map(str::to_owned)),
-            revision: revision.map(str::to_owned),
-            list: list.to_vec(),
+            specs: specs.map(|spec| UpgradeSpec {
+                update_timestamp: None,
+                ..spec.clone()
+            }),
             pieces,
         }
     }
 
-    /// Whether these were written from these fields.
-    fn is_for(
-        &self,
-        name: &str,
-        hashes: [Option<&str>; 2],
-        revision: Option<&str>,
-        list: &[String],
-    ) -> bool {
-        self.name == name
-            && self.hashes[0].as_deref() == hashes[0]
-            && self.hashes[1].as_deref() == hashes[1]
-            && self.revision.as_deref() == revision
-            && self.list == list
+    /// Whether these were written from these entries (their timestamps aside).
+    fn is_for(&self, specs: [&UpgradeSpec; 2]) -> bool {
+        self.specs.iter().zip(specs).all(|(mine, spec)| {
+            mine.hash == spec.hash
+                && mine.sidecar_set_name == spec.sidecar_set_name
+                && mine.sidecar_list == spec.sidecar_list
+                && mine.controller_revision == spec.controller_revision
+        })
     }
 }
 
@@ -277,7 +259,9 @@ fn upgrade_specs_texts(
             if i > 0 {
                 text.push_byte(b',');
             }
-            let entries = fresh.iter().find(|e| e.name == *name);
+            let entries = fresh
+                .iter()
+                .find(|e| e.specs[which].sidecar_set_name == *name);
             if let Some(entries) = entries
                 && spec.update_timestamp.as_deref() == Some(now)
             {
@@ -973,22 +957,20 @@ pub fn inject(
                 .as_ref()
                 .and_then(|s| s.latest_revision.clone())
                 .filter(|r| !r.is_empty());
-            let set_hashes = [
-                set.annotation(HASH_ANNOTATION),
-                set.annotation(HASH_WITHOUT_IMAGE_ANNOTATION),
+            let specs = [
+                entry(set.annotation(HASH_ANNOTATION), revision),
+                entry(set.annotation(HASH_WITHOUT_IMAGE_ANNOTATION), None),
             ];
-            let (name, revision_name) = (set.name(), revision.as_deref());
-            let new = || HashEntries::new(name, set_hashes, revision_name, &sidecar_list);
-            let entries = set.hash_entries.get_or_init(new);
-            fresh.push(
-                if entries.is_for(name, set_hashes, revision_name, &sidecar_list) {
-                    Cow::Borrowed(entries)
-                } else {
-                    Cow::Owned(new())
-                },
-            );
-            hashes.insert(name.to_owned(), entry(set_hashes[0], revision));
-            hashes_without_image.insert(name.to_owned(), entry(set_hashes[1], None));
+            let specs_ref = [&specs[0], &specs[1]];
+            let entries = set.hash_entries.get_or_init(|| HashEntries::new(specs_ref));
+            fresh.push(if entries.is_for(specs_ref) {
+                Cow::Borrowed(entries)
+            } else {
+                Cow::Owned(HashEntries::new(specs_ref))
+            });
+            let [spec, without_image] = specs;
+            hashes.insert(set.name().to_owned(), spec);
+            hashes_without_image.insert(set.name().to_owned(), without_image);
         }
     }
     if built.init_containers.is_empty() && built.containers.is_empty() {
