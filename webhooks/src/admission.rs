@@ -497,9 +497,9 @@ pub struct AdmissionResponse {
     /// Code and message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
-    /// Base64 of the JSON patch.
+    /// The JSON patch (base64 on the wire).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub patch: Option<String>,
+    pub patch: Option<PatchText>,
     /// `JSONPatch` when `patch` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch_type: Option<String>,
@@ -534,7 +534,7 @@ impl AdmissionResponse {
         };
         let (patch, patch_type) = if allowed && !verdict.patch.is_empty() {
             (
-                Some(crate::patch::encode_base64(&verdict.patch)),
+                Some(PatchText(crate::patch::to_json(&verdict.patch))),
                 Some("JSONPatch".to_owned()),
             )
         } else {
@@ -573,11 +573,36 @@ impl AdmissionResponse {
         Self::errored(uid, err.http_code(), err.to_string())
     }
 
-    /// The patch bytes, decoded from base64 (tests and the `review` command).
+    /// The patch's JSON text (tests and the `review` command).
     pub fn patch_bytes(&self) -> Option<Vec<u8>> {
-        self.patch
-            .as_ref()
-            .and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
+        self.patch.as_ref().map(|p| p.0.clone())
+    }
+}
+
+/// `patch` of an [`AdmissionResponse`]: the JSON patch's text, which the wire carries as a string of its
+/// base64 (standard alphabet, padded, as Go marshals `[]byte`). Kept as the text, so that
+/// [`encode_review`] writes the letters straight into the answer: no string of them is made, checked as
+/// UTF-8 and scanned for escapes on the way. Decoding a response takes the base64 back, and refuses a
+/// string that is not base64.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchText(pub Vec<u8>);
+
+impl Serialize for PatchText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut letters = Vec::new();
+        crate::patch::write_base64(&mut letters, &self.0);
+        let letters = std::str::from_utf8(&letters).map_err(serde::ser::Error::custom)?;
+        serializer.serialize_str(letters)
+    }
+}
+
+impl<'de> Deserialize<'de> for PatchText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let letters = String::deserialize(deserializer)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(letters.as_bytes())
+            .map(PatchText)
+            .map_err(|e| serde::de::Error::custom(format_args!("patch: not base64: {e}")))
     }
 }
 
@@ -591,9 +616,12 @@ fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
 /// controller-runtime uses for bodies it could not decode).
 ///
 /// The bytes are those of serialising `{apiVersion, kind, response}` with serde, written field by field so
-/// that the patch, most of the answer, is checked for escapes in one vectorized pass and copied whole.
+/// that the patch, most of the answer, goes straight from its text to its base64 letters in the answer.
 pub fn encode_review(api_version: Option<&str>, response: &AdmissionResponse) -> Vec<u8> {
-    let patch_len = response.patch.as_ref().map_or(0, String::len);
+    let patch_len = response
+        .patch
+        .as_ref()
+        .map_or(0, |p| p.0.len().div_ceil(3) * 4);
     let mut out = Vec::with_capacity(192 + response.uid.len() + patch_len);
     out.push(b'{');
     if let Some(version) = api_version {
@@ -613,8 +641,10 @@ pub fn encode_review(api_version: Option<&str>, response: &AdmissionResponse) ->
         write_json(&mut out, status);
     }
     if let Some(patch) = &response.patch {
-        out.extend_from_slice(b",\"patch\":");
-        write_str(&mut out, patch);
+        // Base64 letters need no escape.
+        out.extend_from_slice(b",\"patch\":\"");
+        crate::patch::write_base64(&mut out, &patch.0);
+        out.push(b'"');
     }
     if let Some(patch_type) = &response.patch_type {
         out.extend_from_slice(b",\"patchType\":");
@@ -812,6 +842,28 @@ mod tests {
     }
 
     #[test]
+    fn a_response_reads_back_from_its_wire_form_and_a_patch_must_be_base64() {
+        let mut v = Verdict::allow();
+        v.patch = crate::patch::from_json(
+            json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b\u{e9}"}}]),
+        )
+        .unwrap();
+        let response = AdmissionResponse::from_verdict("u", &v);
+        let wire: Value = serde_json::from_slice(&encode_review(Some(V1), &response)).unwrap();
+        let back: AdmissionResponse = serde_json::from_value(wire["response"].clone()).unwrap();
+        assert_eq!(back, response);
+        assert_eq!(
+            back.patch_bytes().unwrap(),
+            r#"[{"op":"add","path":"/metadata/labels","value":{"a":"bé"}}]"#.as_bytes()
+        );
+        let err = serde_json::from_value::<AdmissionResponse>(
+            json!({"uid": "u", "allowed": true, "patch": "a\"b"}),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("patch: not base64"), "{err}");
+    }
+
+    #[test]
     fn the_answer_is_byte_for_byte_what_serde_writes() {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
@@ -829,8 +881,6 @@ mod tests {
         .unwrap();
         patched.warnings = vec!["w \"1\"".into(), "w2".into()];
         patched.audit_annotations.insert("k".into(), "v\n".into());
-        let mut not_base64 = AdmissionResponse::from_verdict("u", &patched);
-        not_base64.patch = Some("a\"b\\c\u{1}".into());
         let responses = [
             AdmissionResponse::from_verdict("u\"1", &patched),
             AdmissionResponse::from_verdict("u", &Verdict::deny(Denial::forbidden("no \"x\""))),
@@ -839,7 +889,10 @@ mod tests {
                 status: None,
                 ..AdmissionResponse::errored("u", 500, "m")
             },
-            not_base64,
+            AdmissionResponse {
+                patch: Some(PatchText((0..=255).collect())),
+                ..AdmissionResponse::errored("u", 500, "m")
+            },
         ];
         for response in &responses {
             for api_version in [None, Some(V1), Some(V1BETA1)] {

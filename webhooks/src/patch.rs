@@ -461,13 +461,6 @@ pub(crate) fn write_value_with<'l>(
     }
 }
 
-/// The patch as the base64 string AdmissionResponse carries.
-pub fn encode_base64(ops: &[Op]) -> String {
-    let mut out = Vec::new();
-    write_base64(&mut out, &to_json(ops));
-    String::from_utf8(out).expect("base64 is ASCII")
-}
-
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// The two base64 letters of every 12-bit value, first letter in the low byte.
@@ -482,33 +475,43 @@ static BASE64_PAIRS: [u16; 4096] = {
 };
 
 /// Appends `input` in standard base64 with padding (RFC 4648 §4, as Go's `[]byte` JSON encoding): six
-/// input bytes to eight letters per step, two letters per table lookup, in exact chunks (no bounds checks).
+/// input bytes (read as eight) to eight letters per step, two letters per table lookup, 48 bytes to a block
+/// of 64 letters appended at once.
 pub(crate) fn write_base64(out: &mut Vec<u8>, input: &[u8]) {
-    let start = out.len();
-    out.resize(start + input.len().div_ceil(3) * 4, 0);
-    let dst = &mut out[start..];
-    let whole = input.len() / 6;
-    for (src, dst) in input.chunks_exact(6).zip(dst.chunks_exact_mut(8)) {
+    out.reserve(input.len().div_ceil(3) * 4);
+    // The letters of the six bytes in the high end of `n`.
+    let eight = |n: u64| {
+        let pair = |shift: u32| u64::from(BASE64_PAIRS[((n >> shift) & 0xFFF) as usize]);
+        (pair(52) | pair(40) << 16 | pair(28) << 32 | pair(16) << 48).to_le_bytes()
+    };
+    let mut i = 0;
+    // A block reads two bytes past its 48.
+    while let Some(block) = input.get(i..i + 50) {
+        let mut letters = [0u8; 64];
+        for (k, dst) in letters.chunks_exact_mut(8).enumerate() {
+            let word: [u8; 8] = block[6 * k..6 * k + 8].try_into().unwrap_or_default();
+            dst.copy_from_slice(&eight(u64::from_be_bytes(word)));
+        }
+        out.extend_from_slice(&letters);
+        i += 48;
+    }
+    let mut whole = input[i..].chunks_exact(6);
+    for src in &mut whole {
         let mut word = [0u8; 8];
         word[..6].copy_from_slice(src);
-        let n = u64::from_be_bytes(word);
-        let pair = |shift: u32| u64::from(BASE64_PAIRS[((n >> shift) & 0xFFF) as usize]);
-        let letters = pair(52) | pair(40) << 16 | pair(28) << 32 | pair(16) << 48;
-        dst.copy_from_slice(&letters.to_le_bytes());
+        out.extend_from_slice(&eight(u64::from_be_bytes(word)));
     }
-    let (i, mut o) = (whole * 6, whole * 8);
-    for group in input[i..].chunks(3) {
+    for group in whole.remainder().chunks(3) {
         let n = u32::from(group[0]) << 16
             | u32::from(group.get(1).copied().unwrap_or(0)) << 8
             | u32::from(group.get(2).copied().unwrap_or(0));
         let letter = |shift: u32| BASE64[((n >> shift) & 63) as usize];
-        dst[o..o + 4].copy_from_slice(&[
+        out.extend_from_slice(&[
             letter(18),
             letter(12),
             if group.len() > 1 { letter(6) } else { b'=' },
             if group.len() > 2 { letter(0) } else { b'=' },
         ]);
-        o += 4;
     }
 }
 
