@@ -365,8 +365,7 @@ impl Split {
     /// `None` for text that is not valid JSON, not an object, or where cutting could change what serde
     /// reads (a key with an escape, `request` or a raw member written twice): the caller decodes the body
     /// whole, and serde answers as it always does.
-    fn of(text: &str) -> Option<Self> {
-        let ends = json::validate(text)?;
+    fn of(text: &str, ends: &json::Ends) -> Option<Self> {
         fn push_member(rest: &mut String, key: &str, value: &str) {
             if !rest.ends_with('{') {
                 rest.push(',');
@@ -382,7 +381,7 @@ impl Split {
         let mut seen = [false; 3];
         let mut request_seen = false;
         rest.push('{');
-        let mut c = Cursor::new(text, &ends);
+        let mut c = Cursor::new(text, ends);
         c.object(|c, key| {
             let Some(key) = plain(key) else {
                 return refuse();
@@ -406,7 +405,7 @@ impl Split {
                 match RAW_MEMBERS.iter().position(|&m| m == key) {
                     Some(m) if std::mem::replace(&mut seen[m], true) => return refuse(),
                     Some(m) => {
-                        raw[m] = (value != "null").then(|| RawJson::checked(text, &ends, span))
+                        raw[m] = (value != "null").then(|| RawJson::checked(text, ends, span))
                     }
                     None => push_member(&mut rest, key, value),
                 }
@@ -434,20 +433,259 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionReview, ReviewError> {
     let text = std::str::from_utf8(body).map_err(|e| {
         ReviewError::Malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
-    let wire = match Split::of(text) {
-        Some(Split { rest, raw }) => match serde_json::from_str::<WireReview>(&rest) {
-            Ok(mut wire) => {
-                if let Some(request) = &mut wire.request {
-                    [request.object, request.old_object, request.options] = raw;
+    let Some(ends) = json::validate(text) else {
+        return whole(text).and_then(checked_review);
+    };
+    let wire = match direct(text, &ends) {
+        Some(wire) => wire,
+        None => match Split::of(text, &ends) {
+            Some(Split { rest, raw }) => match serde_json::from_str::<WireReview>(&rest) {
+                Ok(mut wire) => {
+                    if let Some(request) = &mut wire.request {
+                        [request.object, request.old_object, request.options] = raw;
+                    }
+                    wire
                 }
-                wire
-            }
-            // The message names a place in the body as sent, not in the rest.
-            Err(_) => whole(text)?,
+                // The message names a place in the body as sent, not in the rest.
+                Err(_) => whole(text)?,
+            },
+            None => whole(text)?,
         },
-        None => whole(text)?,
     };
     checked_review(wire)
+}
+
+/// Not read here: the caller reads the body another way.
+type Unusual = String;
+
+/// `Err` for a member [`direct`] leaves to serde.
+fn unusual<T>() -> Result<T, Unusual> {
+    Err(String::new())
+}
+
+/// Sets a member read once; a second one is left to serde (which refuses a field written twice).
+fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), Unusual> {
+    match slot.replace(value) {
+        None => Ok(()),
+        Some(_) => unusual(),
+    }
+}
+
+/// A string or `null` (`None`) at the cursor.
+fn string_or_null(c: &mut Cursor<'_>) -> Result<Option<String>, Unusual> {
+    match c.peek() {
+        Some(b'"') => {
+            let literal = c.value();
+            json::unquote(literal, literal.contains('\\'))
+                .map(|s| Some(s.into_owned()))
+                .ok_or_else(String::new)
+        }
+        Some(b'n') if c.null() => Ok(None),
+        _ => unusual(),
+    }
+}
+
+/// A string at the cursor.
+fn string(c: &mut Cursor<'_>) -> Result<String, Unusual> {
+    string_or_null(c)?.map_or_else(unusual, Ok)
+}
+
+/// A list of strings at the cursor.
+fn strings(c: &mut Cursor<'_>) -> Result<Vec<String>, Unusual> {
+    if c.peek() != Some(b'[') {
+        return unusual();
+    }
+    c.i += 1;
+    let mut out = Vec::new();
+    while c.peek().is_some_and(|b| b != b']') {
+        out.push(string(c)?);
+        c.separator();
+    }
+    c.i += 1;
+    Ok(out)
+}
+
+/// An object of the three string members `names` (each absent or `null` read as `""`), or `null` (`None`).
+fn three(c: &mut Cursor<'_>, names: [&str; 3]) -> Result<Option<[String; 3]>, Unusual> {
+    if c.null() {
+        return Ok(None);
+    }
+    let mut read: [Option<Option<String>>; 3] = Default::default();
+    c.object(|c, key| {
+        let key = plain(key).ok_or_else(String::new)?;
+        match names.iter().position(|&n| n == key) {
+            Some(i) => once(&mut read[i], string_or_null(c)?),
+            None => {
+                c.value();
+                Ok(())
+            }
+        }
+    })
+    .ok_or_else(String::new)??;
+    Ok(Some(read.map(|v| v.flatten().unwrap_or_default())))
+}
+
+fn gvk(c: &mut Cursor<'_>) -> Result<Option<GroupVersionKind>, Unusual> {
+    Ok(
+        three(c, ["group", "version", "kind"])?.map(|[group, version, kind]| GroupVersionKind {
+            group,
+            version,
+            kind,
+        }),
+    )
+}
+
+fn gvr(c: &mut Cursor<'_>) -> Result<Option<GroupVersionResource>, Unusual> {
+    Ok(
+        three(c, ["group", "version", "resource"])?.map(|[group, version, resource]| {
+            GroupVersionResource {
+                group,
+                version,
+                resource,
+            }
+        }),
+    )
+}
+
+/// `userInfo` at the cursor (`null`: `None`).
+fn user_info(c: &mut Cursor<'_>) -> Result<Option<UserInfo>, Unusual> {
+    if c.null() {
+        return Ok(None);
+    }
+    let (mut username, mut uid, mut groups, mut extra) = (None, None, None, None);
+    c.object(|c, key| match plain(key).ok_or_else(String::new)? {
+        "username" => once(&mut username, string_or_null(c)?),
+        "uid" => once(&mut uid, string(c)?),
+        "groups" => once(&mut groups, strings(c)?),
+        "extra" => {
+            let mut map = BTreeMap::new();
+            c.object(|c, key| {
+                let key = plain(key).ok_or_else(String::new)?;
+                map.insert(key.to_owned(), strings(c)?);
+                Ok(())
+            })
+            .ok_or_else(String::new)??;
+            once(&mut extra, map)
+        }
+        _ => {
+            c.value();
+            Ok(())
+        }
+    })
+    .ok_or_else(String::new)??;
+    Ok(Some(UserInfo {
+        username: username.flatten().unwrap_or_default(),
+        uid: uid.unwrap_or_default(),
+        groups: groups.unwrap_or_default(),
+        extra: extra.unwrap_or_default(),
+    }))
+}
+
+/// `request` at the cursor, an object.
+fn request(text: &str, ends: &json::Ends, c: &mut Cursor<'_>) -> Result<AdmissionRequest, Unusual> {
+    let (mut uid, mut kind, mut resource, mut sub_resource) = (None, None, None, None);
+    let (mut request_kind, mut request_resource, mut request_sub_resource) = (None, None, None);
+    let (mut name, mut namespace, mut operation, mut user) = (None, None, None, None);
+    let (mut object, mut old_object, mut dry_run, mut options) = (None, None, None, None);
+    c.object(|c, key| {
+        match plain(key).ok_or_else(String::new)? {
+            "uid" => once(&mut uid, string_or_null(c)?)?,
+            "kind" => once(&mut kind, gvk(c)?)?,
+            "resource" => once(&mut resource, gvr(c)?)?,
+            "subResource" => once(&mut sub_resource, string_or_null(c)?)?,
+            "requestKind" => once(&mut request_kind, gvk(c)?)?,
+            "requestResource" => once(&mut request_resource, gvr(c)?)?,
+            "requestSubResource" => once(&mut request_sub_resource, string_or_null(c)?)?,
+            "name" => once(&mut name, string_or_null(c)?)?,
+            "namespace" => once(&mut namespace, string_or_null(c)?)?,
+            "operation" => {
+                let op = match string(c)?.as_str() {
+                    "CREATE" => Operation::Create,
+                    "UPDATE" => Operation::Update,
+                    "DELETE" => Operation::Delete,
+                    "CONNECT" => Operation::Connect,
+                    _ => return unusual(),
+                };
+                once(&mut operation, op)?;
+            }
+            "userInfo" => once(&mut user, user_info(c)?)?,
+            "dryRun" => {
+                let value = match c.value() {
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    "null" => None,
+                    _ => return unusual(),
+                };
+                once(&mut dry_run, value)?;
+            }
+            key @ ("object" | "oldObject" | "options") => {
+                let value = c.value();
+                let span = c.i - value.len()..c.i;
+                let raw = (value != "null").then(|| RawJson::checked(text, ends, span));
+                let slot = match key {
+                    "object" => &mut object,
+                    "oldObject" => &mut old_object,
+                    _ => &mut options,
+                };
+                once(slot, raw)?;
+            }
+            _ => {
+                c.value();
+            }
+        }
+        Ok(())
+    })
+    .ok_or_else(String::new)??;
+    Ok(AdmissionRequest {
+        uid: uid.flatten().unwrap_or_default(),
+        kind: kind.flatten().unwrap_or_default(),
+        resource: resource.flatten().unwrap_or_default(),
+        sub_resource: sub_resource.flatten().unwrap_or_default(),
+        request_kind: request_kind.flatten(),
+        request_resource: request_resource.flatten(),
+        request_sub_resource: request_sub_resource.flatten(),
+        name: name.flatten().unwrap_or_default(),
+        namespace: namespace.flatten(),
+        operation: operation.map_or_else(unusual, Ok)?,
+        user_info: user.flatten().unwrap_or_default(),
+        object: object.flatten(),
+        old_object: old_object.flatten(),
+        dry_run: dry_run.flatten(),
+        options: options.flatten(),
+    })
+}
+
+/// The review read straight from text [`json::validate`] accepted, when it has the usual shape: each member
+/// the types name holds what serde takes for it (`null` included), none is written twice, no key has an
+/// escape. Members the types do not name are skipped, as serde skips them. `None` for anything else: the
+/// caller reads the body through serde, which decides, and words any error.
+fn direct(text: &str, ends: &json::Ends) -> Option<WireReview> {
+    let (mut api_version, mut kind, mut req) = (None, None, None);
+    let mut c = Cursor::new(text, ends);
+    c.object(|c, key| {
+        match plain(key).ok_or_else(String::new)? {
+            "apiVersion" => once(&mut api_version, string_or_null(c)?)?,
+            "kind" => once(&mut kind, string_or_null(c)?)?,
+            "request" => {
+                let read = match c.peek() {
+                    Some(b'{') => Some(request(text, ends, c)?),
+                    Some(b'n') if c.null() => None,
+                    _ => return unusual(),
+                };
+                once(&mut req, read)?;
+            }
+            _ => {
+                c.value();
+            }
+        }
+        Ok(())
+    })?
+    .ok()?;
+    Some(WireReview {
+        api_version: api_version.flatten().unwrap_or_default(),
+        kind: kind.flatten().unwrap_or_default(),
+        request: req.flatten(),
+    })
 }
 
 /// The review read by serde from the body as a whole (serde's own message when it is not one).
@@ -706,9 +944,13 @@ mod tests {
             .filter(|t| t.contains("AdmissionReview"))
             .collect();
         assert!(bodies.len() > 10, "found {} review bodies", bodies.len());
+        let split = |b: &str| json::validate(b).and_then(|ends| Split::of(b, &ends));
+        let direct = |b: &str| json::validate(b).and_then(|ends| direct(b, &ends));
         assert!(
-            bodies.iter().all(|b| Split::of(b).is_some()),
-            "the reviews an apiserver sends take the cut"
+            bodies
+                .iter()
+                .all(|b| split(b).is_some() && direct(b).is_some()),
+            "the reviews an apiserver sends take the cut, and are read without serde"
         );
         let head = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","#;
         for request in [
@@ -730,15 +972,50 @@ mod tests {
             r#""request":{"operation":"CREATE","obj\ud800ect":{},"object":{}}"#,
             r#""request":{"operation":"CREATE","":1,"object":{}}"#,
             r#""":{"x":1},"request":{"operation":"CREATE","object":{}}"#,
+            // Left to serde, which decides.
+            r#""request":{"operation":"CREATE","userInfo":{"uid":null}}"#,
+            r#""request":{"operation":"CREATE","userInfo":{"groups":null}}"#,
+            r#""request":{"operation":"CREATE","userInfo":{"groups":["a",null]}}"#,
+            r#""request":{"operation":"CREATE","userInfo":{"extra":null}}"#,
+            r#""request":{"operation":"CREATE","userInfo":{"extra":{"k":"v"}}}"#,
+            r#""request":{"operation":"CREATE","userInfo":{"username":"a","username":"b"}}"#,
+            r#""request":{"operation":"CREATE","userInfo":"me"}"#,
+            r#""request":{"operation":"CREATE","kind":{"kind":"Pod","kind":"Pod"}}"#,
+            r#""request":{"operation":"CREATE","kind":"Pod"}"#,
+            r#""request":{"operation":"CREATE","resource":[]}"#,
+            r#""request":{"operation":"CREATE","dryRun":"true"}"#,
+            r#""request":{"operation":"CREATE","dryRun":1}"#,
+            r#""request":{"operation":"CREATE","name":1}"#,
+            r#""request":{"operation":"CREATE","namespace":"a","namespace":"b"}"#,
+            r#""request":{"operation":null}"#,
+            r#""request":{"operation":"create"}"#,
+            r#""request":{"uid":"u"}"#,
+            r#""request":{"operation":"CREATE","uid":"\ud800"}"#,
+            r#""request":{"operation":"CREATE","object":{},"object":null}"#,
+            r#""request":{"operation":"CREATE"},"apiVersion":"admission.k8s.io/v1beta1""#,
+            r#""request":{"operation":"CREATE"},"kind":null"#,
+            r#""request":{"operation":"CREATE"},"kind":7"#,
+            r#""request":[]"#,
         ] {
             bodies.push(format!("{head}{request}}}"));
+        }
+        // Read without serde when each member is what serde takes for it.
+        for request in [
+            r#""request":{"uid":null,"kind":null,"resource":{"group":null,"resource":"pods","x":[1]},"subResource":null,"requestKind":null,"requestResource":null,"requestSubResource":null,"name":null,"namespace":null,"operation":"UPDATE","userInfo":null,"object":null,"oldObject":null,"dryRun":null,"options":null}"#,
+            r#""request":{"uid":"a\"b\u00e9\n","kind":{"group":"apps","version":"v1","kind":"Deployment","kind2":"x"},"requestKind":{"group":"apps","version":"v1beta1","kind":"Deployment"},"requestResource":{"group":"apps","version":"v1beta1","resource":"deployments"},"requestSubResource":"scale","namespace":"","operation":"CONNECT","dryRun":true,"object":{}}"#,
+            r#""request":{"operation":"DELETE","userInfo":{"username":null,"uid":"u","groups":[],"extra":{"a":["1","2"],"b":[],"a":["3"]},"more":{}},"dryRun":false}"#,
+            r#""request":{"operation":"CREATE","userInfo":{"username":"x","groups":["a", "b\tc" ]}, "object" : {"a":1} }"#,
+        ] {
+            let body = format!("{head}{request}}}");
+            assert!(direct(&body).is_some(), "{body}");
+            bodies.push(body);
         }
         // Deeper than the check follows: decoded by serde alone.
         let deep = "[".repeat(2 * json::MAX_DEPTH) + &"]".repeat(2 * json::MAX_DEPTH);
         bodies.push(format!(
             r#"{head}"request":{{"operation":"CREATE","object":{{"a":{deep}}}}}}}"#
         ));
-        assert!(Split::of(bodies.last().expect("pushed")).is_none());
+        assert!(split(bodies.last().expect("pushed")).is_none());
         for body in &bodies {
             let by_serde = whole(body).and_then(checked_review);
             assert_eq!(
