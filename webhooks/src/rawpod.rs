@@ -112,12 +112,60 @@ impl<'l> RawContainer<'l> {
         self.get(key).and_then(Value::as_str).unwrap_or("")
     }
 
+    /// The elements of the list member `key` as text (none when absent or not a list): read from the
+    /// member's text, which is not parsed into a tree.
+    pub fn elements(self, key: &str) -> impl Iterator<Item = RawElement<'l>> + use<'l> {
+        let text = member(self.members, key).map_or("", |m| m.text);
+        let mut c = Cursor::new(text, &[]);
+        let list = c.peek() == Some(b'[');
+        c.i += 1;
+        std::iter::from_fn(move || {
+            if !list || c.peek().is_none_or(|b| b == b']') {
+                return None;
+            }
+            let text = c.value();
+            c.separator();
+            Some(RawElement { text })
+        })
+    }
+
     /// The elements of the list member `key` (none when absent or not a list).
     pub fn list(self, key: &str) -> impl Iterator<Item = &'l Value> {
         self.get(key)
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
+    }
+}
+
+/// An element of a container's list member as received (an env var, a mount, a device): its text, whose
+/// string members are read from it on demand, without building a tree ([`RawContainer::elements`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawElement<'l> {
+    text: &'l str,
+}
+
+impl<'l> RawElement<'l> {
+    /// Its text, as received.
+    pub fn text(self) -> &'l str {
+        self.text
+    }
+
+    /// Its string member `key` (the last one when the key is written twice, as decoding does), `""` when
+    /// absent, not a string, or when the element is not an object: as `Value::get` then `as_str` reads it.
+    pub fn str(self, key: &str) -> Cow<'l, str> {
+        let mut found = None;
+        let _ = Cursor::new(self.text, &[]).object(|c, k| {
+            let value = c.value();
+            if k == key {
+                found = Some(value);
+            }
+            Ok(())
+        });
+        found
+            .filter(|v| v.starts_with('"'))
+            .and_then(|v| unquote(v, v.contains('\\')))
+            .unwrap_or_default()
     }
 }
 
@@ -742,6 +790,56 @@ mod tests {
         assert_eq!(container.get("missing"), None);
         assert_eq!(container.str("x"), "", "not a string");
         assert_eq!(container.list("name").count(), 0, "not a list");
+    }
+
+    /// Elements read as text give what the tree of the same list gives: every element, and each string
+    /// member as `get` then `as_str` reads it, whatever the layout, escapes or repeats.
+    #[test]
+    fn elements_read_as_text_agree_with_the_tree() {
+        let text = r#"{"spec": {"containers": [{"name": "a", "env": [ {"name" : "A", "value": "x\"y\u00e9"} ,
+            {"n\u0061me": "B", "name": "C", "value": 7, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            "not an object", null, [1, {"name": "D"}], {"name": null}, {} ],
+            "volumeMounts": [], "volumeDevices": {"name": "x"}, "ports": "none"}]}}"#;
+        let doc = RawPod::parse_str(text).unwrap();
+        let c = doc.containers.iter().next().unwrap();
+        for key in [
+            "env",
+            "volumeMounts",
+            "volumeDevices",
+            "ports",
+            "name",
+            "missing",
+        ] {
+            let texts: Vec<Value> = c
+                .elements(key)
+                .map(|e| serde_json::from_str(e.text()).unwrap())
+                .collect();
+            let tree: Vec<Value> = c.list(key).cloned().collect();
+            assert_eq!(texts, tree, "{key}");
+            for (element, tree) in c.elements(key).zip(c.list(key)) {
+                for member in ["name", "value", "valueFrom", "missing"] {
+                    assert_eq!(
+                        element.str(member),
+                        tree.get(member).and_then(Value::as_str).unwrap_or(""),
+                        "{key} {member} of {}",
+                        element.text()
+                    );
+                }
+            }
+        }
+        let env: Vec<RawElement<'_>> = c.elements("env").collect();
+        assert_eq!(env.len(), 7);
+        assert_eq!(
+            env[0].text(),
+            r#"{"name" : "A", "value": "x\"y\u00e9"}"#,
+            "as received"
+        );
+        assert_eq!(env[0].str("value"), "x\"y\u{e9}");
+        assert_eq!(
+            env[1].str("name"),
+            "C",
+            "the last of a repeated key, escaped or not"
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::api::sidecarset::{
 };
 use crate::gojson;
 use crate::patch::{Json, write_str, write_value, written_text};
-use crate::rawpod::{Item, RawContainer, RawList, RawPod, at};
+use crate::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, at};
 
 /// `kruise.io/sidecarset-injected-list`.
 pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
@@ -418,9 +418,8 @@ fn env_name(e: &Value) -> &str {
 
 fn is_injected_sidecar(c: RawContainer<'_>) -> bool {
     c.may_contain("env", IS_INJECTED)
-        && c.list("env").any(|e| {
-            env_name(e) == IS_INJECTED && e.get("value").and_then(Value::as_str) == Some("true")
-        })
+        && c.elements("env")
+            .any(|e| e.str("name") == IS_INJECTED && e.str("value") == "true")
 }
 
 /// `$(NAME)` references of a subPathExpr.
@@ -447,15 +446,15 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
 }
 
 /// The mounts of the app containers to share, and the envs their subPathExprs reference (§4.6 step 5.3).
-fn shared_mounts<'l>(containers: &'l RawList<'_>) -> (Vec<&'l Value>, Vec<&'l Value>) {
+fn shared_mounts<'l>(containers: &'l RawList<'_>) -> (Vec<RawElement<'l>>, Vec<RawElement<'l>>) {
     let mut mounts = Vec::new();
     let mut envs = Vec::new();
     for c in containers.iter().filter(|c| !is_injected_sidecar(*c)) {
-        for m in c.list("volumeMounts") {
+        for m in c.elements("volumeMounts") {
             mounts.push(m);
-            let expr = m.get("subPathExpr").and_then(Value::as_str).unwrap_or("");
-            for var in subpath_vars(expr) {
-                if let Some(e) = c.list("env").find(|e| env_name(e) == var) {
+            let expr = m.str("subPathExpr");
+            for var in subpath_vars(&expr) {
+                if let Some(e) = c.elements("env").find(|e| e.str("name") == var) {
                     envs.push(e);
                 }
             }
@@ -469,7 +468,7 @@ fn transfer_envs<'l>(
     sidecar: &SidecarContainer,
     pod: &Value,
     containers: &'l RawList<'_>,
-) -> Vec<&'l Value> {
+) -> Vec<RawElement<'l>> {
     let mut out = Vec::new();
     for t in &sidecar.view.transfer_env {
         let mut names: BTreeSet<&str> = t.env_names.iter().map(String::as_str).collect();
@@ -492,8 +491,8 @@ fn transfer_envs<'l>(
             let found = containers
                 .iter()
                 .filter(|c| c.name() == source && c.may_contain("env", name))
-                .flat_map(|c| c.list("env"))
-                .find(|e| env_name(e) == name);
+                .flat_map(|c| c.elements("env"))
+                .find(|e| e.str("name") == name);
             if let Some(e) = found {
                 out.push(e);
             }
@@ -517,10 +516,10 @@ fn field_ref_value(pod: &Value, path: &str) -> Option<String> {
     None
 }
 
-fn dedup_by_name<'l>(first: Vec<&'l Value>, then: Vec<&'l Value>) -> Vec<&'l Value> {
-    let mut out: Vec<&Value> = Vec::new();
+fn dedup_by_name<'l>(first: Vec<RawElement<'l>>, then: Vec<RawElement<'l>>) -> Vec<RawElement<'l>> {
+    let mut out: Vec<RawElement<'l>> = Vec::new();
     for e in first.into_iter().chain(then) {
-        if !out.iter().any(|o| env_name(o) == env_name(e)) {
+        if !out.iter().any(|o| o.str("name") == e.str("name")) {
             out.push(e);
         }
     }
@@ -571,12 +570,13 @@ struct Sidecar<'s, 'p> {
     base: &'s SidecarContainer,
     /// `resources` as the resources policy gives them (§5): they replace the container's own.
     resources: Option<Value>,
-    /// Appended to `env` after `IS_INJECTED`: transferred envs, then those shared subPathExprs reference.
-    env: Vec<&'p Value>,
-    /// Appended to `volumeMounts`: the app containers' mounts to share.
-    mounts: Vec<&'p Value>,
-    /// Appended to `volumeDevices`: the app containers' devices to share.
-    devices: Vec<&'p Value>,
+    /// Appended to `env` after `IS_INJECTED`: transferred envs, then those shared subPathExprs reference,
+    /// copied as the pod has them.
+    env: Vec<RawElement<'p>>,
+    /// Appended to `volumeMounts`: the app containers' mounts to share, as the pod has them.
+    mounts: Vec<RawElement<'p>>,
+    /// Appended to `volumeDevices`: the app containers' devices to share, as the pod has them.
+    devices: Vec<RawElement<'p>>,
 }
 
 /// What a copy of a sidecar changes (the hot-upgrade pair, §6.1).
@@ -629,7 +629,7 @@ fn build_container<'s, 'p>(
     injected_volumes.extend(own_volumes.filter_map(|name| volumes_by_name.get(name).copied()));
 
     // Paths the sidecar's own mounts and devices take; shared mounts on them are left out.
-    let mut used: BTreeSet<&str> = BTreeSet::new();
+    let mut used: BTreeSet<Cow<'_, str>> = BTreeSet::new();
     let share_devices = sidecar
         .view
         .share_volume_device_policy
@@ -637,47 +637,52 @@ fn build_container<'s, 'p>(
         .is_some_and(|p| p.enabled());
     if !shared.is_empty() || share_devices {
         for m in list_of(c, "volumeMounts") {
-            used.insert(str_field(m, "mountPath"));
+            used.insert(str_field(m, "mountPath").into());
         }
         for d in list_of(c, "volumeDevices") {
             let path = str_field(d, "mountPath");
-            used.insert(if path.is_empty() {
-                str_field(d, "devicePath")
-            } else {
-                path
-            });
+            used.insert(
+                if path.is_empty() {
+                    str_field(d, "devicePath")
+                } else {
+                    path
+                }
+                .into(),
+            );
         }
     }
-    let mounts: Vec<&Value> = shared
+    let mounts: Vec<RawElement<'_>> = shared
         .into_iter()
-        .filter(|m| used.insert(str_field(m, "mountPath")))
+        .filter(|m| used.insert(m.str("mountPath")))
         .collect();
 
     // After IS_INJECTED, the envs whose names the container does not have yet.
-    let mut env_names: Vec<&str> = list_of(c, "env").map(env_name).collect();
-    env_names.push(IS_INJECTED);
+    let mut env_names: Vec<Cow<'_, str>> = list_of(c, "env").map(|e| env_name(e).into()).collect();
+    env_names.push(IS_INJECTED.into());
     let mut env = Vec::with_capacity(transfer.len());
     for e in transfer {
-        if !env_names.contains(&env_name(e)) {
-            env_names.push(env_name(e));
+        let name = e.str("name");
+        if !env_names.contains(&name) {
+            env_names.push(name);
             env.push(e);
         }
     }
 
     let mut devices = Vec::new();
     if share_devices {
-        let mut used: BTreeSet<&str> = fields(c, "volumeDevices", "devicePath")
+        let mut used: BTreeSet<Cow<'_, str>> = fields(c, "volumeDevices", "devicePath")
             .into_iter()
             .chain(fields(c, "volumeMounts", "mountPath"))
-            .chain(mounts.iter().map(|m| str_field(m, "mountPath")))
+            .map(Cow::Borrowed)
+            .chain(mounts.iter().map(|m| m.str("mountPath")))
             .collect();
         for d in source
             .containers
             .iter()
             .filter(|c| !is_injected_sidecar(*c))
-            .flat_map(|c| c.list("volumeDevices"))
+            .flat_map(|c| c.elements("volumeDevices"))
         {
-            if used.insert(str_field(d, "devicePath")) {
+            if used.insert(d.str("devicePath")) {
                 devices.push(d);
             }
         }
@@ -749,15 +754,16 @@ impl Sidecar<'_, '_> {
     ) {
         write_str(out, key);
         out.push(b':');
-        let added: &mut dyn Iterator<Item = &Value> = match key {
+        // The pod's elements are copied as received; a hot-upgrade copy's envs are written after them.
+        let (copied, written): (&[RawElement<'_>], &[Value]) = match key {
             "name" => return write_str(out, variant.name.unwrap_or_default()),
             "image" => return write_str(out, variant.image.unwrap_or_default()),
             "resources" => {
                 return write_value(out, self.resources.as_ref().unwrap_or(&Value::Null));
             }
-            "env" => &mut self.env.iter().copied().chain(variant.env),
-            "volumeDevices" => &mut self.devices.iter().copied(),
-            _ => &mut self.mounts.iter().copied(),
+            "env" => (&self.env, variant.env),
+            "volumeDevices" => (&self.devices, &[]),
+            _ => (&self.mounts, &[]),
         };
         // The list as the SidecarSet has it (a value that is not a list is replaced by one), then the rest.
         let elements = base
@@ -776,7 +782,11 @@ impl Sidecar<'_, '_> {
             separate(out);
             out.extend_from_slice(IS_INJECTED_ENV.as_bytes());
         }
-        for value in added {
+        for element in copied {
+            separate(out);
+            out.extend_from_slice(element.text().as_bytes());
+        }
+        for value in written {
             separate(out);
             write_value(out, value);
         }

@@ -813,3 +813,47 @@ fn a_sidecar_set_edited_after_an_injection_is_written_from_its_fields_as_they_ar
         assert_eq!(ann(&p, HASH_WITHOUT_IMAGE_ANNOTATION), expected[1]);
     }
 }
+
+/// Mounts and envs taken from the app containers are copied into the sidecar as the request has them: member
+/// order, spacing, escapes and fields no type knows.
+#[test]
+fn shared_mounts_and_transferred_envs_are_copied_as_received() {
+    let mount = r#"{"mountPath": "/data","name":"data", "x-unknown":{"k":[1]}}"#;
+    let env = r#"{"value":"v\u00e9","name":"E"}"#;
+    let text = format!(
+        r#"{{"metadata":{{"name":"p","namespace":"default","labels":{{"app":"suxing-test"}}}},
+        "spec":{{"containers":[{{"name":"nginx","image":"nginx","env":[{env}],"volumeMounts":[{mount}]}}],
+        "volumes":[{{"name":"data","emptyDir":{{}}}}]}}}}"#
+    );
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [{"name": "dns-f", "image": "i", "shareVolumePolicy": {"type": "enabled"},
+            "transferEnv": [{"sourceContainerName": "nginx", "envName": "E"}]}]}),
+    );
+    let mut doc = RawPod::parse_str(&text).unwrap();
+    let original = doc.pod.clone();
+    assert!(inject(&mut doc, &[set], opts(), &no_resources).unwrap());
+    let expected = doc.to_value();
+    let ops = doc.into_patch(&original);
+    let patch = String::from_utf8(crate::patch::to_json(&ops)).unwrap();
+    assert!(patch.contains(&format!("[{mount}]")), "{patch}");
+    assert!(
+        patch.contains(&format!(
+            r#"{{"name":"IS_INJECTED","value":"true"}},{env}]"#
+        )),
+        "{patch}"
+    );
+    let pod: Value = serde_json::from_str(&text).unwrap();
+    let patched = crate::patch::apply(&pod, &ops).unwrap();
+    assert_eq!(patched, expected);
+    let sidecar = container(&patched, "containers", "dns-f");
+    assert_eq!(
+        sidecar["volumeMounts"],
+        json!([{"name": "data", "mountPath": "/data", "x-unknown": {"k": [1]}}])
+    );
+    assert_eq!(
+        sidecar["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "E", "value": "vé"}])
+    );
+}
