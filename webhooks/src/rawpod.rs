@@ -3,7 +3,8 @@
 //! Everything is a `serde_json::Value` except
 //! - the elements of `spec.containers`, `spec.initContainers` and `spec.volumes` ([`RawList`]), which stay
 //!   raw JSON borrowed from the request, split into members in the same pass, each member parsed when a
-//!   step first reads it ([`RawList::iter`], [`RawContainer::get`]);
+//!   step first reads it ([`RawList::iter`], [`RawContainer::get`]), or its elements read and copied as
+//!   text ([`RawContainer::elements`]);
 //! - the members of `metadata` and `spec` no step of the chain reads or writes: only those of
 //!   [`METADATA_FIELDS`] and [`SPEC_FIELDS`] are in [`RawPod::pod`]; the others (managedFields, tolerations,
 //!   affinity, scalars, …) are kept as text, untouched, and come back in [`RawPod::to_value`]. A step that

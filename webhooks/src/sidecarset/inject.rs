@@ -641,14 +641,12 @@ fn build_container<'s, 'p>(
         }
         for d in list_of(c, "volumeDevices") {
             let path = str_field(d, "mountPath");
-            used.insert(
-                if path.is_empty() {
-                    str_field(d, "devicePath")
-                } else {
-                    path
-                }
-                .into(),
-            );
+            let path = if path.is_empty() {
+                str_field(d, "devicePath")
+            } else {
+                path
+            };
+            used.insert(path.into());
         }
     }
     let mounts: Vec<RawElement<'_>> = shared
