@@ -169,23 +169,25 @@ pub fn from_json(value: Value) -> Result<Vec<Op>, String> {
 /// The JSON pointer of `steps`, written in one string (keys encoded per RFC 6901 §3: `~` as `~0`, `/` as
 /// `~1`).
 pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> String {
-    let encoded = |b: u8| b == b'~' || b == b'/';
-    let mut out = String::with_capacity(48);
+    let mut out = String::with_capacity(64);
     for step in steps {
         out.push('/');
         match step {
-            Step::Key(k) if !k.bytes().any(encoded) => out.push_str(k),
             Step::Key(k) => {
-                // Copied in runs between the two special bytes (ASCII, so every cut is a char boundary).
+                // Copied in runs between the two special bytes, found eight at a time (ASCII, so every cut
+                // is a char boundary).
+                let b = k.as_bytes();
                 let mut start = 0;
-                for (i, &b) in k.as_bytes().iter().enumerate() {
-                    if encoded(b) {
-                        out.push_str(&k[start..i]);
-                        out.push_str(if b == b'~' { "~0" } else { "~1" });
-                        start = i + 1;
+                loop {
+                    let i = scan::pointer_escape(b, start);
+                    out.push_str(&k[start..i]);
+                    match b.get(i) {
+                        Some(b'~') => out.push_str("~0"),
+                        Some(_) => out.push_str("~1"),
+                        None => break,
                     }
+                    start = i + 1;
                 }
-                out.push_str(&k[start..]);
             }
             Step::Index(i) => {
                 // Decimal digits without the formatting machinery (a pointer per injected element).
@@ -553,6 +555,13 @@ mod tests {
             .collect();
         assert_eq!(tokens, ["metadata", "annotations", "a/b~c", "12"]);
         assert_eq!(pointer([]), "");
+        assert_eq!(
+            pointer([
+                Step::Key("~kruise.io/sidecarset-hash-without-image~/"),
+                Step::Key("")
+            ]),
+            "/~0kruise.io~1sidecarset-hash-without-image~0~1/"
+        );
         assert_eq!(
             pointer([Step::Index(0), Step::Index(10), Step::Index(usize::MAX)]),
             "/0/10/18446744073709551615"

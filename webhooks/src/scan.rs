@@ -68,6 +68,17 @@ pub(crate) fn json_escape(b: &[u8], from: usize) -> usize {
     )
 }
 
+/// The index of the first `~` or `/` in `b` at or after `from` (`b.len()` when none): the bytes a JSON
+/// pointer encodes (RFC 6901 §3).
+pub(crate) fn pointer_escape(b: &[u8], from: usize) -> usize {
+    first(
+        b,
+        from,
+        |w| bytes_equal(w, b'~') | bytes_equal(w, b'/'),
+        |c| c == b'~' || c == b'/',
+    )
+}
+
 /// Whether any byte of `b` satisfies `is_hit`, for long texts where the answer is almost always no: a
 /// fold without early exit, which the compiler vectorizes.
 #[inline(always)]
@@ -85,8 +96,13 @@ mod tests {
     /// the bytes before the stop are near misses (one bit off a stop, 0x20, 0x7F, non-ASCII).
     #[test]
     fn stops_are_found_at_every_offset_and_near_misses_are_not_stops() {
-        let cases: [(Search, &[u8], &[u8]); 2] = [
+        let cases: [(Search, &[u8], &[u8]); 3] = [
             (quote_or_backslash, b"\"\\", b"#]\x02\x1f\xe2\xa2\x5d"),
+            (
+                pointer_escape,
+                b"~/",
+                b".\x7f\x7c\xfe\x3e\x6e\x2d\x6f\xaf\x0f\x3f",
+            ),
             (
                 json_escape,
                 b"\"\\\x00\x01\x08\x0a\x1f",
@@ -114,5 +130,6 @@ mod tests {
     fn a_start_past_the_end_finds_nothing() {
         assert_eq!(quote_or_backslash(b"ab", 2), 2);
         assert_eq!(json_escape(b"ab", 5), 2);
+        assert_eq!(pointer_escape(b"ab", 3), 2);
     }
 }
