@@ -473,15 +473,11 @@ fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), Unusual> {
 
 /// A string or `null` (`None`) at the cursor.
 fn string_or_null(c: &mut Cursor<'_>) -> Result<Option<String>, Unusual> {
-    match c.peek() {
-        Some(b'"') => {
-            let literal = c.value();
-            json::unquote(literal, literal.contains('\\'))
-                .map(|s| Some(s.into_owned()))
-                .ok_or_else(String::new)
-        }
-        Some(b'n') if c.null() => Ok(None),
-        _ => unusual(),
+    match c.string() {
+        Some(Some(s)) => Ok(Some(s.into_owned())),
+        Some(None) => unusual(),
+        None if c.null() => Ok(None),
+        None => unusual(),
     }
 }
 

@@ -318,6 +318,18 @@ impl<'a> Cursor<'a> {
         &self.text[start..i]
     }
 
+    /// The string at the cursor, decoded, the cursor past it: `None`, with nothing consumed, when the value
+    /// there is not a string; `Some(None)` when it is one that cannot be decoded (a lone surrogate).
+    pub(crate) fn string(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let start = self.i;
+        let (end, escaped) = string_end(self.bytes(), start);
+        self.i = end;
+        Some(unquote(&self.text[start..end], escaped))
+    }
+
     /// Consumes a `null` if that is what comes next.
     pub(crate) fn null(&mut self) -> bool {
         let is_null = self.peek() == Some(b'n');

@@ -155,18 +155,26 @@ impl<'l> RawElement<'l> {
     /// Its string member `key` (the last one when the key is written twice, as decoding does), `""` when
     /// absent, not a string, or when the element is not an object: as `Value::get` then `as_str` reads it.
     pub fn str(self, key: &str) -> Cow<'l, str> {
-        let mut found = None;
+        let [value] = self.strs([key]);
+        value
+    }
+
+    /// Its string members `keys`, each as [`RawElement::str`] reads it, in one pass over the text.
+    pub fn strs<const N: usize>(self, keys: [&str; N]) -> [Cow<'l, str>; N] {
+        let mut found = [None; N];
         let _ = Cursor::new(self.text, &[]).object(|c, k| {
             let value = c.value();
-            if k == key {
-                found = Some(value);
+            if let Some(i) = keys.iter().position(|key| *key == k) {
+                found[i] = Some(value);
             }
             Ok(())
         });
-        found
-            .filter(|v| v.starts_with('"'))
-            .and_then(|v| unquote(v, v.contains('\\')))
-            .unwrap_or_default()
+        found.map(|value| {
+            value
+                .filter(|v| v.starts_with('"'))
+                .and_then(|v| unquote(v, v.contains('\\')))
+                .unwrap_or_default()
+        })
     }
 }
 
@@ -818,7 +826,9 @@ mod tests {
             let tree: Vec<Value> = c.list(key).cloned().collect();
             assert_eq!(texts, tree, "{key}");
             for (element, tree) in c.elements(key).zip(c.list(key)) {
-                for member in ["name", "value", "valueFrom", "missing"] {
+                let members = ["name", "value", "valueFrom", "missing"];
+                assert_eq!(element.strs(members), members.map(|m| element.str(m)));
+                for member in members {
                     assert_eq!(
                         element.str(member),
                         tree.get(member).and_then(Value::as_str).unwrap_or(""),

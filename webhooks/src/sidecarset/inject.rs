@@ -445,14 +445,17 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
     out
 }
 
+/// A mount of an app container, with its `mountPath`.
+type SharedMount<'l> = (RawElement<'l>, Cow<'l, str>);
+
 /// The mounts of the app containers to share, and the envs their subPathExprs reference (§4.6 step 5.3).
-fn shared_mounts<'l>(containers: &'l RawList<'_>) -> (Vec<RawElement<'l>>, Vec<RawElement<'l>>) {
+fn shared_mounts<'l>(containers: &'l RawList<'_>) -> (Vec<SharedMount<'l>>, Vec<RawElement<'l>>) {
     let mut mounts = Vec::new();
     let mut envs = Vec::new();
     for c in containers.iter().filter(|c| !is_injected_sidecar(*c)) {
         for m in c.elements("volumeMounts") {
-            mounts.push(m);
-            let expr = m.str("subPathExpr");
+            let [path, expr] = m.strs(["mountPath", "subPathExpr"]);
+            mounts.push((m, path));
             for var in subpath_vars(&expr) {
                 if let Some(e) = c.elements("env").find(|e| e.str("name") == var) {
                     envs.push(e);
@@ -649,9 +652,9 @@ fn build_container<'s, 'p>(
             used.insert(path.into());
         }
     }
-    let mounts: Vec<RawElement<'_>> = shared
+    let mounts: Vec<SharedMount<'_>> = shared
         .into_iter()
-        .filter(|m| used.insert(m.str("mountPath")))
+        .filter(|(_, path)| used.insert(path.clone()))
         .collect();
 
     // After IS_INJECTED, the envs whose names the container does not have yet.
@@ -672,7 +675,7 @@ fn build_container<'s, 'p>(
             .into_iter()
             .chain(fields(c, "volumeMounts", "mountPath"))
             .map(Cow::Borrowed)
-            .chain(mounts.iter().map(|m| m.str("mountPath")))
+            .chain(mounts.iter().map(|(_, path)| path.clone()))
             .collect();
         for d in source
             .containers
@@ -689,7 +692,7 @@ fn build_container<'s, 'p>(
         base: sidecar,
         resources,
         env,
-        mounts,
+        mounts: mounts.into_iter().map(|(m, _)| m).collect(),
         devices,
     })
 }
