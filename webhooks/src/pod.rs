@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::FeatureGates;
-use crate::rawpod::{RawPod, at};
+use crate::json::unquote;
+use crate::rawpod::{RawPod, at, elements_of};
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
@@ -68,22 +69,30 @@ fn labels(pod: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// Whether the pod's controller is a Kruise workload: a controller owner reference whose apiVersion is in
+/// the group `apps.kruise.io`. Read from the references' text as received (no step writes them).
+fn owned_by_kruise(doc: &RawPod<'_>) -> bool {
+    doc.received("metadata", "ownerReferences")
+        .into_iter()
+        .flat_map(elements_of)
+        .any(|r| {
+            let [controller, version] = r.members(["controller", "apiVersion"]);
+            let version = version.and_then(|v| unquote(v, v.contains('\\')));
+            controller == Some("true")
+                && version.is_some_and(|v| {
+                    v.split('/').next() == Some("apps.kruise.io") && v.contains('/')
+                })
+        })
+}
+
 /// Step 1: readiness gate `KruisePodReady` for pods of Kruise workloads, or every pod with the gate
 /// `KruisePodReadinessGate` (pod-mutating-misc.md §4).
-fn readiness_gate(pod: &mut Value, req: &AdmissionRequest, gates: &FeatureGates) {
+fn readiness_gate(doc: &mut RawPod<'_>, req: &AdmissionRequest, gates: &FeatureGates) {
     if req.operation != Operation::Create {
         return;
     }
-    let owned_by_kruise = at(pod, &["metadata", "ownerReferences"])
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-        .any(|r| {
-            r.get("apiVersion")
-                .and_then(Value::as_str)
-                .is_some_and(|v| v.split('/').next() == Some("apps.kruise.io") && v.contains('/'))
-        });
+    let owned_by_kruise = owned_by_kruise(doc);
+    let pod = &mut doc.pod;
     if !owned_by_kruise && !gates.enabled("KruisePodReadinessGate") {
         return;
     }
@@ -201,7 +210,7 @@ pub fn mutate(
         meta["namespace"] = Value::String(ns.to_owned());
     }
     let original = doc.pod.clone();
-    readiness_gate(&mut doc.pod, req, ctx.gates); // 1
+    readiness_gate(&mut doc, req, ctx.gates); // 1
     // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
     sidecarset_step(&mut doc, req, view, ctx)?; // 3
     // 4: container launch priority, 5: PUB related-pub, 6: PersistentPodState, 7: enhanced liveness probe,

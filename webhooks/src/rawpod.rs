@@ -116,18 +116,7 @@ impl<'l> RawContainer<'l> {
     /// The elements of the list member `key` as text (none when absent or not a list): read from the
     /// member's text, which is not parsed into a tree.
     pub fn elements(self, key: &str) -> impl Iterator<Item = RawElement<'l>> + use<'l> {
-        let text = member(self.members, key).map_or("", |m| m.text);
-        let mut c = Cursor::new(text, &[]);
-        let list = c.peek() == Some(b'[');
-        c.i += 1;
-        std::iter::from_fn(move || {
-            if !list || c.peek().is_none_or(|b| b == b']') {
-                return None;
-            }
-            let text = c.value();
-            c.separator();
-            Some(RawElement { text })
-        })
+        elements_of(member(self.members, key).map_or("", |m| m.text))
     }
 
     /// The elements of the list member `key` (none when absent or not a list).
@@ -137,6 +126,21 @@ impl<'l> RawContainer<'l> {
             .into_iter()
             .flatten()
     }
+}
+
+/// The elements of the list whose text is `text`, valid JSON (none when it is not a list).
+pub fn elements_of(text: &str) -> impl Iterator<Item = RawElement<'_>> {
+    let mut c = Cursor::new(text, &[]);
+    let list = c.peek() == Some(b'[');
+    c.i += 1;
+    std::iter::from_fn(move || {
+        if !list || c.peek().is_none_or(|b| b == b']') {
+            return None;
+        }
+        let text = c.value();
+        c.separator();
+        Some(RawElement { text })
+    })
 }
 
 /// An element of a container's list member as received (an env var, a mount, a device): its text, whose
@@ -161,6 +165,17 @@ impl<'l> RawElement<'l> {
 
     /// Its string members `keys`, each as [`RawElement::str`] reads it, in one pass over the text.
     pub fn strs<const N: usize>(self, keys: [&str; N]) -> [Cow<'l, str>; N] {
+        self.members(keys).map(|value| {
+            value
+                .filter(|v| v.starts_with('"'))
+                .and_then(|v| unquote(v, v.contains('\\')))
+                .unwrap_or_default()
+        })
+    }
+
+    /// The texts of its members `keys` (the last one when a key is written twice), in one pass: `None` for
+    /// one that is absent, and for all when the element is not an object.
+    pub fn members<const N: usize>(self, keys: [&str; N]) -> [Option<&'l str>; N] {
         let mut found = [None; N];
         let _ = Cursor::new(self.text, &[]).object(|c, k| {
             let value = c.value();
@@ -169,12 +184,7 @@ impl<'l> RawElement<'l> {
             }
             Ok(())
         });
-        found.map(|value| {
-            value
-                .filter(|v| v.starts_with('"'))
-                .and_then(|v| unquote(v, v.contains('\\')))
-                .unwrap_or_default()
-        })
+        found
     }
 }
 
@@ -373,13 +383,14 @@ pub fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
     path.iter().try_fold(value, |v, key| v.get(key))
 }
 
-/// The metadata fields the chain's steps read or write, so the ones [`RawPod::pod`] holds.
+/// The metadata fields the chain's steps write or read as trees, so the ones [`RawPod::pod`] holds. A field
+/// a step only reads may stay text and be read from it ([`RawPod::received`]): `ownerReferences`, whose
+/// objects would otherwise be built, copied, compared and freed on every pod create.
 pub const METADATA_FIELDS: &[&str] = &[
     "name",
     "namespace",
     "labels",
     "annotations",
-    "ownerReferences",
     "deletionTimestamp",
 ];
 
@@ -522,6 +533,16 @@ impl<'a> RawPod<'a> {
             }
         }
         pod
+    }
+
+    /// The text of the member `key` of `section` (`metadata`, `spec`) as received, when it is one of those
+    /// kept as text (outside [`METADATA_FIELDS`] / [`SPEC_FIELDS`]; the last one when written twice).
+    pub fn received(&self, section: &str, key: &str) -> Option<&'a str> {
+        self.kept
+            .iter()
+            .rev()
+            .find(|k| k.section == section && k.key == key)
+            .map(|k| k.text)
     }
 
     /// Records that a step set a string value `plain` whose JSON string literal (quotes included, as

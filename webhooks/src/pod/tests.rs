@@ -446,3 +446,60 @@ spec:
         json!({"limits": {"cpu": "300m", "memory": "200Mi"}, "requests": {"cpu": "75m", "memory": "100Mi"}})
     );
 }
+
+/// The controller reference is read from the references' text as the request has them: escapes decoded,
+/// the last of a key written twice, anything that is not a list of objects read as no owner.
+#[test]
+fn a_kruise_controller_is_found_in_the_references_as_received() {
+    let owned = |refs: &str| {
+        let text =
+            format!(r#"{{"metadata": {{"name": "p", "ownerReferences": {refs}}}, "spec": {{}}}}"#);
+        owned_by_kruise(&crate::rawpod::RawPod::parse_str(&text).unwrap())
+    };
+    for (refs, wanted) in [
+        (
+            r#"[{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "controller": true}]"#,
+            true,
+        ),
+        (
+            r#"[{"apiVersion": "apps/v1", "controller": true}, {"apiVersion": "apps.kruise.io/v1beta1", "controller": true}]"#,
+            true,
+        ),
+        (
+            r#"[{"apiVersion":"apps.kruise.io\/v1alpha1","contr\u006fller":true}]"#,
+            true,
+        ),
+        (
+            r#"[{"controller": true, "apiVersion": "apps.kruise.io/v1alpha1", "controller": false}]"#,
+            false,
+        ),
+        (
+            r#"[{"apiVersion": "apps.kruise.io/v1alpha1", "controller": false}]"#,
+            false,
+        ),
+        (r#"[{"apiVersion": "apps.kruise.io/v1alpha1"}]"#, false),
+        (
+            r#"[{"apiVersion": "apps.kruise.io", "controller": true}]"#,
+            false,
+        ),
+        (r#"[{"apiVersion": "apps/v1", "controller": true}]"#, false),
+        (
+            r#"[{"apiVersion": 1, "controller": "true"}, "x", null, []]"#,
+            false,
+        ),
+        (
+            r#"{"apiVersion": "apps.kruise.io/v1alpha1", "controller": true}"#,
+            false,
+        ),
+        ("null", false),
+        ("[]", false),
+    ] {
+        assert_eq!(owned(refs), wanted, "{refs}");
+    }
+    let twice = r#"{"metadata": {"ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "controller": true}],
+        "ownerReferences": []}}"#;
+    assert!(
+        !owned_by_kruise(&crate::rawpod::RawPod::parse_str(twice).unwrap()),
+        "the last one stands"
+    );
+}
