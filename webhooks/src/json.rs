@@ -33,14 +33,16 @@ pub(crate) fn is_valid(text: &str) -> bool {
 /// comma; no recursion (the open containers are a stack). UTF-8 is given by `&str`. `Some` with where
 /// its containers close when it is.
 pub(crate) fn validate(text: &str) -> Option<Ends> {
-    let mut ends = Vec::new();
+    // Room for a container every 32 bytes, about what a pod has: one allocation, no regrowth (a larger
+    // text grows it as it needs).
+    let mut ends = Vec::with_capacity((text.len() / 32).min(1024));
     check(text.as_bytes(), &mut ends, MAX_ENDS).map(|()| ends)
 }
 
 fn check(b: &[u8], ends: &mut Ends, max_ends: usize) -> Option<()> {
     // The open containers, innermost last: whether it is an object, and its place in `ends` (`usize::MAX`
     // once `max_ends` are recorded: the rest are read through).
-    let mut open: Vec<(bool, usize)> = Vec::new();
+    let mut open: Vec<(bool, usize)> = Vec::with_capacity(16);
     let mut i = whitespace(b, 0);
     'value: loop {
         // A value starts at `i`.
