@@ -62,16 +62,19 @@ fn anchor(set: &SidecarSet) -> Option<(String, String)> {
 #[derive(Debug, Default, Clone)]
 struct Bucket {
     by_name: BTreeMap<String, Arc<SidecarSet>>,
-    anchored: HashMap<(String, String), BTreeMap<String, Arc<SidecarSet>>>,
+    /// By anchor label key, then value: a pod's labels look them up without building a key.
+    anchored: HashMap<String, HashMap<String, BTreeMap<String, Arc<SidecarSet>>>>,
     unanchored: BTreeMap<String, Arc<SidecarSet>>,
 }
 
 impl Bucket {
     fn insert(&mut self, name: &str, set: Arc<SidecarSet>) {
         match anchor(&set) {
-            Some(a) => self
+            Some((key, value)) => self
                 .anchored
-                .entry(a)
+                .entry(key)
+                .or_default()
+                .entry(value)
                 .or_default()
                 .insert(name.to_owned(), set.clone()),
             None => self.unanchored.insert(name.to_owned(), set.clone()),
@@ -84,11 +87,16 @@ impl Bucket {
             return;
         };
         match anchor(&set) {
-            Some(a) => {
-                if let Some(group) = self.anchored.get_mut(&a) {
-                    group.remove(name);
-                    if group.is_empty() {
-                        self.anchored.remove(&a);
+            Some((key, value)) => {
+                if let Some(values) = self.anchored.get_mut(&key) {
+                    if let Some(group) = values.get_mut(&value) {
+                        group.remove(name);
+                        if group.is_empty() {
+                            values.remove(&value);
+                        }
+                    }
+                    if values.is_empty() {
+                        self.anchored.remove(&key);
                     }
                 }
             }
@@ -103,7 +111,7 @@ impl Bucket {
         let start = out.len();
         out.extend(self.unanchored.values().cloned());
         for (k, v) in labels {
-            if let Some(group) = self.anchored.get(&(k.clone(), v.clone())) {
+            if let Some(group) = self.anchored.get(k).and_then(|values| values.get(v)) {
                 out.extend(group.values().cloned());
             }
         }
@@ -416,6 +424,18 @@ mod tests {
             .map(|s| s.name().to_owned())
             .collect();
         assert_eq!(names, ["c", "d"]);
+        index.remove("d");
+        index.remove("b");
+        let names: Vec<String> = index
+            .candidates_for("ns", &pod)
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect();
+        assert_eq!(names, ["c"]);
+        assert!(
+            index.buckets.values().all(|b| b.anchored.is_empty()),
+            "emptied anchors leave no entries behind"
+        );
     }
 
     #[test]
