@@ -146,12 +146,18 @@ fn sidecarset_step(
     if candidates.is_empty() {
         return Ok(());
     }
-    let namespace_labels = view.namespace(&namespace).map(|ns| {
-        let mut labels = ns.metadata.labels.clone().unwrap_or_default();
-        // The apiserver sets this label on every Namespace.
-        labels.insert(NAMESPACE_NAME_LABEL.into(), namespace.clone());
-        labels
-    });
+    // The Namespace's labels, read only when a candidate has a namespaceSelector (no other reads them).
+    let namespace_labels = candidates
+        .iter()
+        .any(|set| set.spec.namespace_selector.is_some())
+        .then(|| view.namespace(&namespace))
+        .flatten()
+        .map(|ns| {
+            let mut labels = ns.metadata.labels.clone().unwrap_or_default();
+            // The apiserver sets this label on every Namespace.
+            labels.insert(NAMESPACE_NAME_LABEL.into(), namespace.clone());
+            labels
+        });
     let failed = WebhookError::Failed;
     let matched = select::matching(candidates.iter(), &pod_labels, namespace_labels.as_ref())
         .map_err(failed)?;
