@@ -339,85 +339,12 @@ struct WireReview {
     request: Option<AdmissionRequest>,
 }
 
-/// The members of `request` kept as raw text, in this order.
-const RAW_MEMBERS: [&str; 3] = ["object", "oldObject", "options"];
-
-/// A review checked once as a whole ([`json::validate`]), with [`RAW_MEMBERS`] cut out of `request` as raw
-/// text: serde then reads only the small rest, instead of checking the objects (most of the bytes) a second
-/// time on their way into raw values.
-struct Split {
-    /// The review without the raw members.
-    rest: String,
-    /// The raw members (`None` when absent or `null`, as serde reads an `Option`).
-    raw: [Option<RawJson>; 3],
-}
-
 /// A key as written, when it has no escape: the cursor decodes an escaped key (`Owned`), and reads one
 /// it cannot decode (a lone surrogate) as `""`, so an empty key is refused too.
 fn plain(key: Cow<'_, str>) -> Option<&str> {
     match key {
         Cow::Borrowed(k) if !k.is_empty() => Some(k),
         _ => None,
-    }
-}
-
-impl Split {
-    /// `None` for text that is not valid JSON, not an object, or where cutting could change what serde
-    /// reads (a key with an escape, `request` or a raw member written twice): the caller decodes the body
-    /// whole, and serde answers as it always does.
-    fn of(text: &str, ends: &json::Ends) -> Option<Self> {
-        fn push_member(rest: &mut String, key: &str, value: &str) {
-            if !rest.ends_with('{') {
-                rest.push(',');
-            }
-            rest.push('"');
-            rest.push_str(key); // no escape in it: the text between its quotes is the key
-            rest.push_str("\":");
-            rest.push_str(value);
-        }
-        let refuse = || Err(String::new());
-        let mut rest = String::with_capacity(1024);
-        let mut raw = [None, None, None];
-        let mut seen = [false; 3];
-        let mut request_seen = false;
-        rest.push('{');
-        let mut c = Cursor::new(text, ends);
-        c.object(|c, key| {
-            let Some(key) = plain(key) else {
-                return refuse();
-            };
-            if key != "request" || c.peek() != Some(b'{') {
-                // Not a request object (`null`, a string): serde says what it makes of it.
-                request_seen |= key == "request";
-                push_member(&mut rest, key, c.value());
-                return Ok(());
-            }
-            if std::mem::replace(&mut request_seen, true) {
-                return refuse();
-            }
-            push_member(&mut rest, key, "{");
-            c.object(|c, key| {
-                let Some(key) = plain(key) else {
-                    return refuse();
-                };
-                let value = c.value();
-                let span = c.i - value.len()..c.i;
-                match RAW_MEMBERS.iter().position(|&m| m == key) {
-                    Some(m) if std::mem::replace(&mut seen[m], true) => return refuse(),
-                    Some(m) => {
-                        raw[m] = (value != "null").then(|| RawJson::checked(text, ends, span))
-                    }
-                    None => push_member(&mut rest, key, value),
-                }
-                Ok(())
-            })
-            .unwrap_or_else(refuse)?;
-            rest.push('}');
-            Ok(())
-        })?
-        .ok()?;
-        rest.push('}');
-        Some(Self { rest, raw })
     }
 }
 
@@ -436,21 +363,11 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionReview, ReviewError> {
     let Some(ends) = json::validate(text) else {
         return whole(text).and_then(checked_review);
     };
+    // The review is read from the text checked once; a body of unusual shape goes to serde whole, which
+    // then decides, and words any error with its place in the body as sent.
     let wire = match direct(text, &ends) {
         Some(wire) => wire,
-        None => match Split::of(text, &ends) {
-            Some(Split { rest, raw }) => match serde_json::from_str::<WireReview>(&rest) {
-                Ok(mut wire) => {
-                    if let Some(request) = &mut wire.request {
-                        [request.object, request.old_object, request.options] = raw;
-                    }
-                    wire
-                }
-                // The message names a place in the body as sent, not in the rest.
-                Err(_) => whole(text)?,
-            },
-            None => whole(text)?,
-        },
+        None => whole(text)?,
     };
     checked_review(wire)
 }
@@ -928,9 +845,9 @@ mod tests {
     }
 
     /// Every body decodes as serde alone decodes it: the same request (raw members included) or the same
-    /// error, message included, whether or not the cut applies.
+    /// error, message included, whether it is read directly or left to serde.
     #[test]
-    fn the_cut_decodes_as_serde_reads_the_whole_body() {
+    fn the_direct_read_decodes_as_serde_reads_the_whole_body() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut bodies: Vec<String> = ["examples/requests", "tests/fixtures"]
             .iter()
@@ -940,13 +857,10 @@ mod tests {
             .filter(|t| t.contains("AdmissionReview"))
             .collect();
         assert!(bodies.len() > 10, "found {} review bodies", bodies.len());
-        let split = |b: &str| json::validate(b).and_then(|ends| Split::of(b, &ends));
         let direct = |b: &str| json::validate(b).and_then(|ends| direct(b, &ends));
         assert!(
-            bodies
-                .iter()
-                .all(|b| split(b).is_some() && direct(b).is_some()),
-            "the reviews an apiserver sends take the cut, and are read without serde"
+            bodies.iter().all(|b| direct(b).is_some()),
+            "the reviews an apiserver sends are read without serde"
         );
         let head = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","#;
         for request in [
@@ -1011,7 +925,7 @@ mod tests {
         bodies.push(format!(
             r#"{head}"request":{{"operation":"CREATE","object":{{"a":{deep}}}}}}}"#
         ));
-        assert!(split(bodies.last().expect("pushed")).is_none());
+        assert!(json::validate(bodies.last().expect("pushed")).is_none());
         for body in &bodies {
             let by_serde = whole(body).and_then(checked_review);
             assert_eq!(
