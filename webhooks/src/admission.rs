@@ -990,13 +990,16 @@ mod tests {
         ));
     }
 
+    /// An allowing verdict with the patch `ops`.
+    fn patching(ops: Value) -> Verdict {
+        let mut v = Verdict::allow();
+        v.patch = crate::patch::from_json(ops).unwrap();
+        v
+    }
+
     #[test]
     fn encodes_the_patch_as_a_base64_string_and_echoes_version_and_uid() {
-        let mut v = Verdict::allow();
-        v.patch = crate::patch::from_json(
-            json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]),
-        )
-        .unwrap();
+        let v = patching(json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]));
         let bytes = encode_review(Some(V1BETA1), &AdmissionResponse::from_verdict("u9", &v));
         let out: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(out["apiVersion"], V1BETA1);
@@ -1030,11 +1033,8 @@ mod tests {
 
     #[test]
     fn a_response_reads_back_from_its_wire_form_and_a_patch_must_be_base64() {
-        let mut v = Verdict::allow();
-        v.patch = crate::patch::from_json(
-            json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b\u{e9}"}}]),
-        )
-        .unwrap();
+        let v =
+            patching(json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b\u{e9}"}}]));
         let response = AdmissionResponse::from_verdict("u", &v);
         let wire: Value = serde_json::from_slice(&encode_review(Some(V1), &response)).unwrap();
         let back: AdmissionResponse = serde_json::from_value(wire["response"].clone()).unwrap();
@@ -1061,11 +1061,9 @@ mod tests {
             kind: Option<&'a str>,
             response: &'a AdmissionResponse,
         }
-        let mut patched = Verdict::allow();
-        patched.patch = crate::patch::from_json(
+        let mut patched = patching(
             json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b\"\u{e9}"}}]),
-        )
-        .unwrap();
+        );
         patched.warnings = vec!["w \"1\"".into(), "w2".into()];
         patched.audit_annotations.insert("k".into(), "v\n".into());
         let responses = [

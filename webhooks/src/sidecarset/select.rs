@@ -407,31 +407,23 @@ mod tests {
             index.upsert(set(name, json!({"selector": selector}), json!({})));
         }
         let pod = labels(&[("app", "web"), ("tier", "y")]);
-        let names: Vec<String> = index
-            .candidates_for("ns", &pod)
-            .iter()
-            .map(|s| s.name().to_owned())
-            .collect();
+        let names = |index: &SidecarSetIndex| -> Vec<String> {
+            index
+                .candidates_for("ns", &pod)
+                .iter()
+                .map(|s| s.name().to_owned())
+                .collect()
+        };
         assert_eq!(
-            names,
+            names(&index),
             ["a", "c", "d"],
             "b cannot match; a is checked by matching proper; order by name"
         );
         index.remove("a");
-        let names: Vec<String> = index
-            .candidates_for("ns", &pod)
-            .iter()
-            .map(|s| s.name().to_owned())
-            .collect();
-        assert_eq!(names, ["c", "d"]);
+        assert_eq!(names(&index), ["c", "d"]);
         index.remove("d");
         index.remove("b");
-        let names: Vec<String> = index
-            .candidates_for("ns", &pod)
-            .iter()
-            .map(|s| s.name().to_owned())
-            .collect();
-        assert_eq!(names, ["c"]);
+        assert_eq!(names(&index), ["c"]);
         assert!(
             index.buckets.values().all(|b| b.anchored.is_empty()),
             "emptied anchors leave no entries behind"
