@@ -1107,4 +1107,110 @@ mod tests {
             json!({"response": {"uid": "", "allowed": false, "status": {"code": 400, "message": "bad"}}})
         );
     }
+
+    /// Values a request's members may hold, as text: what serde takes for some members and refuses for
+    /// others.
+    const VALUES: [&str; 17] = [
+        r#""s""#,
+        r#""a\"b\u00e9\n""#,
+        r#""\ud800""#,
+        r#""CREATE""#,
+        r#""CONNECT""#,
+        "null",
+        "true",
+        "false",
+        "7",
+        "[]",
+        r#"["g1", "g\u0032"]"#,
+        r#"["g", null]"#,
+        "{}",
+        r#"{"group": "apps", "version": null, "kind": "K", "resource": "r", "x": [1]}"#,
+        r#"{"username": "u", "uid": "i", "groups": ["g"], "extra": {"k": ["v"], "j": []}}"#,
+        r#"{"uid": null}"#,
+        r#"{"a": {"b": [1, "c"]}}"#,
+    ];
+
+    /// A request's members, one unknown and two keys serde reads as members but escaped or empty, each with
+    /// the indexes in [`VALUES`] it usually holds.
+    const REQUEST_MEMBERS: [(&str, &[usize]); 18] = [
+        ("uid", &[0, 1, 5]),
+        ("kind", &[5, 12, 13]),
+        ("resource", &[5, 12, 13]),
+        ("subResource", &[0, 5]),
+        ("requestKind", &[5, 13]),
+        ("requestResource", &[5, 13]),
+        ("requestSubResource", &[0, 5]),
+        ("name", &[0, 1, 5]),
+        ("namespace", &[0, 5]),
+        ("operation", &[3, 4]),
+        ("userInfo", &[5, 12, 14]),
+        ("object", &[5, 12, 16]),
+        ("oldObject", &[5, 12, 16]),
+        ("dryRun", &[5, 6, 7]),
+        ("options", &[5, 16]),
+        ("unknown", &[2, 8, 10, 16]),
+        (r"n\u0061me", &[0]),
+        ("", &[0]),
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// Requests of usual members holding usual values, with now and then a value of another type, a
+        /// repeated member, an escaped or empty key: decoding gives what serde gives reading the body whole,
+        /// the request or the error.
+        #[test]
+        fn any_request_decodes_as_serde_reads_it(
+            members in proptest::collection::vec(
+                (0..REQUEST_MEMBERS.len(), 0..8usize, 0..VALUES.len(), 0..REQUEST_MEMBERS.len()),
+                0..10,
+            ),
+            request_null in proptest::bool::weighted(0.05),
+        ) {
+            let mut fields = Vec::new();
+            for &(member, usual, other, second) in &members {
+                let (key, values) = REQUEST_MEMBERS[member];
+                // Mostly the member's own values; otherwise any.
+                let value = if usual < 7 { VALUES[values[usual % values.len()]] } else { VALUES[other] };
+                // Mostly members seen once; otherwise an escaped, empty or repeated key.
+                if member >= 16 && second % 3 != 0 {
+                    continue;
+                }
+                if fields.iter().any(|f: &String| f.starts_with(&format!("\"{key}\":"))) && second % 4 != 0 {
+                    continue;
+                }
+                fields.push(format!(r#""{key}": {value}"#));
+            }
+            let request = if request_null { "null".to_owned() } else { format!("{{{}}}", fields.join(",")) };
+            let body = format!(r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{request}}}"#);
+            let by_serde = whole(&body).and_then(checked_review);
+            proptest::prop_assert_eq!(
+                format!("{:?}", decode_review(body.as_bytes())),
+                format!("{by_serde:?}"),
+                "{}", body
+            );
+        }
+    }
+
+    /// A request with every member holding a usual value is read directly (the property test above checks
+    /// the reads agree; reading a member wrongly fails it, as tried by breaking `dryRun`, `uid` and
+    /// `username`).
+    #[test]
+    fn a_request_with_every_member_is_read_directly() {
+        let body = |fields: &str| {
+            format!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{{fields}}}}}"#
+            )
+        };
+        let read = |b: &str| {
+            json::validate(b)
+                .and_then(|ends| direct(b, &ends))
+                .is_some()
+        };
+        let usual: Vec<String> = REQUEST_MEMBERS[..15]
+            .iter()
+            .map(|(key, values)| format!(r#""{key}": {}"#, VALUES[values[values.len() - 1]]))
+            .collect();
+        assert!(read(&body(&usual.join(","))), "{}", usual.join(","));
+    }
 }
