@@ -48,25 +48,24 @@ fn check_shape(pod: &Value) -> Result<(), String> {
             }
         }
     }
-    if let Some(labels) = at(pod, &["metadata", "labels"]).filter(|l| !l.is_null())
-        && !labels
-            .as_object()
-            .is_some_and(|m| m.values().all(Value::is_string))
-    {
-        return Err("metadata.labels: expected a map of strings".into());
-    }
     Ok(())
 }
 
-fn labels(pod: &Value) -> BTreeMap<String, String> {
-    at(pod, &["metadata", "labels"])
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
+/// The pod's labels (none when absent or null), checked to be a map of strings as decoding into a Pod
+/// would (a failure is a 400).
+fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
+    let Some(labels) = doc.member("metadata", "labels") else {
+        return Ok(BTreeMap::new());
+    };
+    match &*labels {
+        Value::Null => Ok(BTreeMap::new()),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect::<Option<_>>()
+            .ok_or_else(|| "metadata.labels: expected a map of strings".into()),
+        _ => Err("metadata.labels: expected a map of strings".into()),
+    }
 }
 
 /// Whether the pod's controller is a Kruise workload: a controller owner reference whose apiVersion is in
@@ -127,6 +126,7 @@ fn is_active(pod: &Value) -> bool {
 /// Step 3: SidecarSet injection (spec/sidecarset.md §4.2-4.8).
 fn sidecarset_step(
     doc: &mut RawPod<'_>,
+    pod_labels: &BTreeMap<String, String>,
     req: &AdmissionRequest,
     view: &(impl ClusterView + SidecarSetView),
     ctx: &PodContext<'_>,
@@ -141,8 +141,7 @@ fn sidecarset_step(
         .filter(|n| !n.is_empty())
         .unwrap_or("default")
         .to_owned();
-    let pod_labels = labels(pod);
-    let candidates = view.sidecar_set_candidates(&namespace, &pod_labels);
+    let candidates = view.sidecar_set_candidates(&namespace, pod_labels);
     if candidates.is_empty() {
         return Ok(());
     }
@@ -159,12 +158,12 @@ fn sidecarset_step(
             labels
         });
     let failed = WebhookError::Failed;
-    let matched = select::matching(candidates.iter(), &pod_labels, namespace_labels.as_ref())
+    let matched = select::matching(candidates.iter(), pod_labels, namespace_labels.as_ref())
         .map_err(failed)?;
     let mut chosen = Vec::with_capacity(matched.len());
     for set in &matched {
         chosen.push(
-            revision::choose(set, &pod_labels, view, ctx.kruise_namespace, ctx.random)
+            revision::choose(set, pod_labels, view, ctx.kruise_namespace, ctx.random)
                 .map_err(failed)?,
         );
     }
@@ -198,6 +197,7 @@ pub fn mutate(
     };
     let mut doc = RawPod::parse(raw).map_err(WebhookError::Decode)?;
     check_shape(&doc.pod).map_err(WebhookError::Decode)?;
+    let labels = pod_labels(&doc).map_err(WebhookError::Decode)?;
     // The namespace is filled in before the snapshot, so it never appears in the patch (§3 step 2).
     if at(&doc.pod, &["metadata", "namespace"])
         .and_then(Value::as_str)
@@ -218,7 +218,7 @@ pub fn mutate(
     let original = doc.pod.clone();
     readiness_gate(&mut doc, req, ctx.gates); // 1
     // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
-    sidecarset_step(&mut doc, req, view, ctx)?; // 3
+    sidecarset_step(&mut doc, &labels, req, view, ctx)?; // 3
     // 4: container launch priority, 5: PUB related-pub, 6: PersistentPodState, 7: enhanced liveness probe,
     // 8: PodProbeMarker on serverless — owned by later issues; no-ops here.
     let mut verdict = Verdict::allow();

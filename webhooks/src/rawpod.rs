@@ -384,15 +384,10 @@ pub fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
 }
 
 /// The metadata fields the chain's steps write or read as trees, so the ones [`RawPod::pod`] holds. A field
-/// a step only reads may stay text and be read from it ([`RawPod::received`]): `ownerReferences`, whose
-/// objects would otherwise be built, copied, compared and freed on every pod create.
-pub const METADATA_FIELDS: &[&str] = &[
-    "name",
-    "namespace",
-    "labels",
-    "annotations",
-    "deletionTimestamp",
-];
+/// steps only read may stay text and be read from it ([`RawPod::received`], [`RawPod::member`]):
+/// `ownerReferences` and `labels`, which would otherwise be built, copied, compared and freed on every pod
+/// create. A step that writes one of them adds it here.
+pub const METADATA_FIELDS: &[&str] = &["name", "namespace", "annotations", "deletionTimestamp"];
 
 /// The spec fields the chain's steps read or write (besides the lists kept raw), so the ones
 /// [`RawPod::pod`] holds.
@@ -543,6 +538,17 @@ impl<'a> RawPod<'a> {
             .rev()
             .find(|k| k.section == section && k.key == key)
             .map(|k| k.text)
+    }
+
+    /// The member `key` of `section` as it stands: as a step wrote it into [`RawPod::pod`], or else as
+    /// received, built from its text when it is kept as text.
+    pub fn member(&self, section: &str, key: &str) -> Option<Cow<'_, Value>> {
+        match self.pod.get(section).and_then(|s| s.get(key)) {
+            Some(value) => Some(Cow::Borrowed(value)),
+            None => self
+                .received(section, key)
+                .map(|text| Cow::Owned(valid_tree(text))),
+        }
     }
 
     /// Records that a step set a string value `plain` whose JSON string literal (quotes included, as
@@ -871,6 +877,33 @@ mod tests {
             env[1].str("name"),
             "C",
             "the last of a repeated key, escaped or not"
+        );
+    }
+
+    /// A member kept as text reads as received until a step writes it; then it reads as written.
+    #[test]
+    fn a_member_reads_as_received_until_a_step_writes_it() {
+        let text = r#"{"metadata": {"labels": {"a": "1"}, "ownerReferences": [], "labels": {"b": "\u0032"}}}"#;
+        let mut doc = RawPod::parse_str(text).unwrap();
+        assert_eq!(
+            doc.received("metadata", "labels"),
+            Some(r#"{"b": "\u0032"}"#)
+        );
+        assert_eq!(
+            doc.member("metadata", "labels").as_deref(),
+            Some(&json!({"b": "2"}))
+        );
+        assert_eq!(doc.member("metadata", "missing"), None);
+        assert_eq!(doc.member("spec", "labels"), None);
+        doc.pod["metadata"]["labels"] = json!({"c": "3"});
+        assert_eq!(
+            doc.member("metadata", "labels").as_deref(),
+            Some(&json!({"c": "3"}))
+        );
+        assert_eq!(
+            doc.to_value()["metadata"]["labels"],
+            json!({"c": "3"}),
+            "the step's value stands"
         );
     }
 

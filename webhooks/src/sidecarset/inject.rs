@@ -84,7 +84,7 @@ pub type ResourcesPolicyFn<'a> = &'a dyn Fn(
 /// What building a sidecar reads of the pod: its metadata, and its container lists as received.
 #[derive(Clone, Copy)]
 struct Source<'p, 'a> {
-    pod: &'p Value,
+    doc: &'p RawPod<'a>,
     init_containers: &'p RawList<'a>,
     containers: &'p RawList<'a>,
 }
@@ -469,7 +469,7 @@ fn shared_mounts<'l>(containers: &'l RawList<'_>) -> (Vec<SharedMount<'l>>, Vec<
 /// The env vars to transfer into a sidecar (§4.6 step 5.4).
 fn transfer_envs<'l>(
     sidecar: &SidecarContainer,
-    pod: &Value,
+    doc: &RawPod<'_>,
     containers: &'l RawList<'_>,
 ) -> Vec<RawElement<'l>> {
     let mut out = Vec::new();
@@ -484,7 +484,7 @@ fn transfer_envs<'l>(
             .and_then(|f| f.field_ref.as_ref())
         {
             None => t.source_container_name.clone(),
-            Some(field) => match field_ref_value(pod, &field.field_path) {
+            Some(field) => match field_ref_value(doc, &field.field_path) {
                 Some(v) => v,
                 // Any other fieldPath: the entry is skipped (and logged by OpenKruise).
                 None => continue,
@@ -505,13 +505,15 @@ fn transfer_envs<'l>(
 }
 
 /// `metadata.annotations['k']` / `metadata.labels['k']` of the pod (`""` when absent); other paths: `None`.
-fn field_ref_value(pod: &Value, path: &str) -> Option<String> {
+fn field_ref_value(doc: &RawPod<'_>, path: &str) -> Option<String> {
     for (prefix, field) in [
         ("metadata.annotations['", "annotations"),
         ("metadata.labels['", "labels"),
     ] {
         if let Some(key) = path.strip_prefix(prefix).and_then(|k| k.strip_suffix("']")) {
-            let value = at(pod, &["metadata", field])
+            let map = doc.member("metadata", field);
+            let value = map
+                .as_deref()
                 .and_then(|m| m.get(key.to_lowercase().as_str()).or(m.get(key)));
             return Some(value.and_then(Value::as_str).unwrap_or("").to_owned());
         }
@@ -620,7 +622,7 @@ fn build_container<'s, 'p>(
     let transfer = if sidecar.view.transfer_env.is_empty() {
         Vec::new()
     } else {
-        transfer_envs(sidecar, source.pod, source.containers)
+        transfer_envs(sidecar, source.doc, source.containers)
     };
     let transfer = dedup_by_name(transfer, subpath_envs);
 
@@ -908,7 +910,7 @@ pub fn inject(
         .collect();
 
     let source = Source {
-        pod,
+        doc,
         init_containers: &doc.init_containers,
         containers: &doc.containers,
     };
