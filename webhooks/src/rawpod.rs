@@ -5,10 +5,11 @@
 //!   raw JSON borrowed from the request, split into members in the same pass, each member parsed when a
 //!   step first reads it ([`RawList::iter`], [`RawContainer::get`]), or its elements read and copied as
 //!   text ([`RawContainer::elements`]);
-//! - the members of `metadata` and `spec` no step of the chain reads or writes: only those of
+//! - the members of `metadata` and `spec` no step of the chain writes or reads as a tree: only those of
 //!   [`METADATA_FIELDS`] and [`SPEC_FIELDS`] are in [`RawPod::pod`]; the others (managedFields, tolerations,
-//!   affinity, scalars, …) are kept as text, untouched, and come back in [`RawPod::to_value`]. A step that
-//!   needs another field adds it to those lists.
+//!   affinity, labels, ownerReferences, scalars, …) are kept as text, untouched, read from it where a step
+//!   needs them ([`RawPod::received`], [`RawPod::member`]), and come back in [`RawPod::to_value`]. A step
+//!   that writes another field adds it to those lists.
 //!
 //! Those parts are most of a pod's bytes, and injection usually needs only the container and volume names,
 //! so a pod create neither builds, clones, diffs nor frees them. A step that changes a list says so with
