@@ -1,7 +1,8 @@
 //! Load bench: drives the real TLS admission server with N concurrent keep-alive connections and reports
 //! requests/s and p50/p99, beside the same load against a no-op rustls/axum handler in the same run (same
 //! TLS configuration, same certificate, and as its constant answer the very bytes our server answered the
-//! request with): the gap is what our handler costs.
+//! request with): the gap is what our handler costs. Last comes our rate as a share of the baseline's: the
+//! machine's speed swings between runs, the share much less.
 //!
 //! `cargo bench --bench load` (env: LOAD_CONNECTIONS=32, LOAD_SECONDS=5, LOAD_REQUEST=<AdmissionReview
 //! file>, LOAD_PATH=<webhook path>, LOAD_NOOP_SPIN_US=0). With LOAD_NOOP_SPIN_US the no-op handler busies
@@ -186,10 +187,16 @@ async fn drive(
     }
 }
 
+impl Outcome {
+    fn rate(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
 fn report(name: &str, o: &Outcome) {
     println!(
         "{name:<34} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms   ({} requests, {} errors)",
-        o.requests as f64 / o.elapsed.as_secs_f64(),
+        o.rate(),
         o.p50.as_secs_f64() * 1e3,
         o.p99.as_secs_f64() * 1e3,
         o.requests,
@@ -291,6 +298,12 @@ fn main() {
         } else {
             report(&format!("no-op handler spinning {noop_spin:?}"), &baseline);
         }
+        // The machine's speed swings between runs; the share of the baseline's rate moves much less.
+        println!(
+            "{:<34} {:>9.3} of the baseline's rate",
+            "kruise-webhook / baseline",
+            ours.rate() / baseline.rate()
+        );
         handle.shutdown();
         server.shutdown().await.unwrap();
         assert_eq!(ours.errors, 0, "requests failed under load");
