@@ -234,6 +234,16 @@ pub(crate) fn unquote(literal: &str, escaped: bool) -> Option<Cow<'_, str>> {
     }
 }
 
+/// The string a value's text (valid JSON) holds: `None` when the value is not a string, or is one that
+/// cannot be decoded (a lone surrogate).
+pub(crate) fn string_value(text: &str) -> Option<Cow<'_, str>> {
+    if text.starts_with('"') {
+        unquote(text, text.contains('\\'))
+    } else {
+        None
+    }
+}
+
 /// Structural reading of text known to be valid JSON ([`validate`] accepted it): where values start and
 /// end, in one pass, without building them.
 pub(crate) struct Cursor<'a> {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::FeatureGates;
-use crate::json::unquote;
+use crate::json::string_value;
 use crate::rawpod::{RawPod, at, elements_of};
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
@@ -76,7 +76,7 @@ fn owned_by_kruise(doc: &RawPod<'_>) -> bool {
         .flat_map(elements_of)
         .any(|r| {
             let [controller, version] = r.members(["controller", "apiVersion"]);
-            let version = version.and_then(|v| unquote(v, v.contains('\\')));
+            let version = version.and_then(string_value);
             controller == Some("true")
                 && version.is_some_and(|v| {
                     v.split('/').next() == Some("apps.kruise.io") && v.contains('/')

@@ -24,7 +24,7 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 
 use crate::admission::RawJson;
-use crate::json::{Cursor, unquote, valid_tree};
+use crate::json::{Cursor, string_value, valid_tree};
 use crate::patch::{self, Json, Op, Step};
 
 /// How a container list appeared in the request.
@@ -166,12 +166,8 @@ impl<'l> RawElement<'l> {
 
     /// Its string members `keys`, each as [`RawElement::str`] reads it, in one pass over the text.
     pub fn strs<const N: usize>(self, keys: [&str; N]) -> [Cow<'l, str>; N] {
-        self.members(keys).map(|value| {
-            value
-                .filter(|v| v.starts_with('"'))
-                .and_then(|v| unquote(v, v.contains('\\')))
-                .unwrap_or_default()
-        })
+        self.members(keys)
+            .map(|value| value.and_then(string_value).unwrap_or_default())
     }
 
     /// The texts of its members `keys` (the last one when a key is written twice), in one pass: `None` for
@@ -192,7 +188,7 @@ impl<'l> RawElement<'l> {
 /// A container's name from the text of its `name` member: a string, or `null` for none.
 fn name_of(text: &str) -> Result<Option<Cow<'_, str>>, ()> {
     match text.as_bytes().first() {
-        Some(b'"') => unquote(text, text.contains('\\')).map(Some).ok_or(()),
+        Some(b'"') => string_value(text).map(Some).ok_or(()),
         Some(b'n') => Ok(None),
         _ => Err(()),
     }
