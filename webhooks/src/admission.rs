@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use base64::Engine;
+use serde::de::IntoDeserializer;
 use serde::{Deserialize, Serialize};
 
 use crate::de::nullable;
@@ -340,12 +341,22 @@ struct WireReview {
 }
 
 /// A key as written, when it has no escape: the cursor decodes an escaped key (`Owned`), and reads one
-/// it cannot decode (a lone surrogate) as `""`, so an empty key is refused too.
-fn plain(key: Cow<'_, str>) -> Option<&str> {
+/// it cannot decode (a lone surrogate) as `""`, so an empty key is left to serde too.
+fn plain(key: Cow<'_, str>) -> Result<&str, Unusual> {
     match key {
-        Cow::Borrowed(k) if !k.is_empty() => Some(k),
-        _ => None,
+        Cow::Borrowed(k) if !k.is_empty() => Ok(k),
+        _ => unusual(),
     }
+}
+
+/// Calls `each` with every member of the object at the cursor and its key ([`plain`]); a value that is
+/// not an object, or a key that is not plain, is left to serde.
+fn members<'a>(
+    c: &mut Cursor<'a>,
+    mut each: impl FnMut(&mut Cursor<'a>, &'a str) -> Result<(), Unusual>,
+) -> Result<(), Unusual> {
+    c.object(|c, key| each(c, plain(key)?))
+        .unwrap_or_else(unusual)
 }
 
 /// Decodes an AdmissionReview body.
@@ -424,17 +435,13 @@ fn three(c: &mut Cursor<'_>, names: [&str; 3]) -> Result<Option<[String; 3]>, Un
         return Ok(None);
     }
     let mut read: [Option<Option<String>>; 3] = Default::default();
-    c.object(|c, key| {
-        let key = plain(key).ok_or_else(String::new)?;
-        match names.iter().position(|&n| n == key) {
-            Some(i) => once(&mut read[i], string_or_null(c)?),
-            None => {
-                c.value();
-                Ok(())
-            }
+    members(c, |c, key| match names.iter().position(|&n| n == key) {
+        Some(i) => once(&mut read[i], string_or_null(c)?),
+        None => {
+            c.value();
+            Ok(())
         }
-    })
-    .ok_or_else(String::new)??;
+    })?;
     Ok(Some(read.map(|v| v.flatten().unwrap_or_default())))
 }
 
@@ -466,26 +473,23 @@ fn user_info(c: &mut Cursor<'_>) -> Result<Option<UserInfo>, Unusual> {
         return Ok(None);
     }
     let (mut username, mut uid, mut groups, mut extra) = (None, None, None, None);
-    c.object(|c, key| match plain(key).ok_or_else(String::new)? {
+    members(c, |c, key| match key {
         "username" => once(&mut username, string_or_null(c)?),
         "uid" => once(&mut uid, string(c)?),
         "groups" => once(&mut groups, strings(c)?),
         "extra" => {
             let mut map = BTreeMap::new();
-            c.object(|c, key| {
-                let key = plain(key).ok_or_else(String::new)?;
+            members(c, |c, key| {
                 map.insert(key.to_owned(), strings(c)?);
                 Ok(())
-            })
-            .ok_or_else(String::new)??;
+            })?;
             once(&mut extra, map)
         }
         _ => {
             c.value();
             Ok(())
         }
-    })
-    .ok_or_else(String::new)??;
+    })?;
     Ok(Some(UserInfo {
         username: username.flatten().unwrap_or_default(),
         uid: uid.unwrap_or_default(),
@@ -500,8 +504,8 @@ fn request(text: &str, ends: &json::Ends, c: &mut Cursor<'_>) -> Result<Admissio
     let (mut request_kind, mut request_resource, mut request_sub_resource) = (None, None, None);
     let (mut name, mut namespace, mut operation, mut user) = (None, None, None, None);
     let (mut object, mut old_object, mut dry_run, mut options) = (None, None, None, None);
-    c.object(|c, key| {
-        match plain(key).ok_or_else(String::new)? {
+    members(c, |c, key| {
+        match key {
             "uid" => once(&mut uid, string_or_null(c)?)?,
             "kind" => once(&mut kind, gvk(c)?)?,
             "resource" => once(&mut resource, gvr(c)?)?,
@@ -512,13 +516,10 @@ fn request(text: &str, ends: &json::Ends, c: &mut Cursor<'_>) -> Result<Admissio
             "name" => once(&mut name, string_or_null(c)?)?,
             "namespace" => once(&mut namespace, string_or_null(c)?)?,
             "operation" => {
-                let op = match string(c)?.as_str() {
-                    "CREATE" => Operation::Create,
-                    "UPDATE" => Operation::Update,
-                    "DELETE" => Operation::Delete,
-                    "CONNECT" => Operation::Connect,
-                    _ => return unusual(),
-                };
+                // Spelled as serde reads it (the derive's names).
+                let spelled = string(c)?;
+                let op = Operation::deserialize(spelled.as_str().into_deserializer())
+                    .map_err(|_: serde::de::value::Error| String::new())?;
                 once(&mut operation, op)?;
             }
             "userInfo" => once(&mut user, user_info(c)?)?,
@@ -547,8 +548,7 @@ fn request(text: &str, ends: &json::Ends, c: &mut Cursor<'_>) -> Result<Admissio
             }
         }
         Ok(())
-    })
-    .ok_or_else(String::new)??;
+    })?;
     Ok(AdmissionRequest {
         uid: uid.flatten().unwrap_or_default(),
         kind: kind.flatten().unwrap_or_default(),
@@ -575,8 +575,8 @@ fn request(text: &str, ends: &json::Ends, c: &mut Cursor<'_>) -> Result<Admissio
 fn direct(text: &str, ends: &json::Ends) -> Option<WireReview> {
     let (mut api_version, mut kind, mut req) = (None, None, None);
     let mut c = Cursor::new(text, ends);
-    c.object(|c, key| {
-        match plain(key).ok_or_else(String::new)? {
+    members(&mut c, |c, key| {
+        match key {
             "apiVersion" => once(&mut api_version, string_or_null(c)?)?,
             "kind" => once(&mut kind, string_or_null(c)?)?,
             "request" => {
@@ -592,7 +592,7 @@ fn direct(text: &str, ends: &json::Ends) -> Option<WireReview> {
             }
         }
         Ok(())
-    })?
+    })
     .ok()?;
     Some(WireReview {
         api_version: api_version.flatten().unwrap_or_default(),
