@@ -231,13 +231,21 @@ impl HashEntries {
         }
     }
 
-    /// Whether these were written from these entries (their timestamps aside).
+    /// Whether these were written from these entries (their timestamps aside). Every other field is
+    /// compared: the destructuring names them all, so a field added to [`UpgradeSpec`] must be added here.
     fn is_for(&self, specs: [&UpgradeSpec; 2]) -> bool {
         self.specs.iter().zip(specs).all(|(mine, spec)| {
-            mine.hash == spec.hash
-                && mine.sidecar_set_name == spec.sidecar_set_name
-                && mine.sidecar_list == spec.sidecar_list
-                && mine.controller_revision == spec.controller_revision
+            let UpgradeSpec {
+                update_timestamp: _,
+                hash,
+                sidecar_set_name,
+                sidecar_list,
+                controller_revision,
+            } = mine;
+            *hash == spec.hash
+                && *sidecar_set_name == spec.sidecar_set_name
+                && *sidecar_list == spec.sidecar_list
+                && *controller_revision == spec.controller_revision
         })
     }
 }
