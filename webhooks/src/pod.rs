@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::FeatureGates;
-use crate::json::string_value;
+use crate::json::{Cursor, string_value};
 use crate::rawpod::{RawPod, at, elements_of};
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
@@ -52,20 +52,25 @@ fn check_shape(pod: &Value) -> Result<(), String> {
 }
 
 /// The pod's labels (none when absent or null), checked to be a map of strings as decoding into a Pod
-/// would (a failure is a 400).
+/// would (a failure is a 400). Read from their text as received: no step writes them (they are not among
+/// the members [`RawPod`] builds), and they are read before any step runs.
 fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
-    let Some(labels) = doc.member("metadata", "labels") else {
-        return Ok(BTreeMap::new());
+    let bad = || "metadata.labels: expected a map of strings".to_owned();
+    let mut labels = BTreeMap::new();
+    let Some(text) = doc.received("metadata", "labels") else {
+        return Ok(labels);
     };
-    match &*labels {
-        Value::Null => Ok(BTreeMap::new()),
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-            .collect::<Option<_>>()
-            .ok_or_else(|| "metadata.labels: expected a map of strings".into()),
-        _ => Err("metadata.labels: expected a map of strings".into()),
+    let mut cursor = Cursor::new(text, &[]);
+    if cursor.null() {
+        return Ok(labels);
     }
+    let read = cursor.object(|c, key| {
+        // Not a string, or one that does not decode (a lone surrogate, which serde refuses too).
+        let value = c.string().flatten().ok_or_else(bad)?;
+        labels.insert(key.into_owned(), value.into_owned());
+        Ok(())
+    });
+    read.unwrap_or_else(|| Err(bad())).map(|()| labels)
 }
 
 /// Whether the pod's controller is a Kruise workload: a controller owner reference whose apiVersion is in

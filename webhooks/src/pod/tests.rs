@@ -503,3 +503,52 @@ fn a_kruise_controller_is_found_in_the_references_as_received() {
         "the last one stands"
     );
 }
+
+#[test]
+fn labels_are_read_from_their_text_as_a_pod_decodes_them() {
+    let labels = |meta: &str| {
+        let text = format!(r#"{{"metadata": {meta}, "spec": {{}}}}"#);
+        pod_labels(&crate::rawpod::RawPod::parse_str(&text).unwrap())
+    };
+    let map = |pairs: &[(&str, &str)]| {
+        Ok(pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<BTreeMap<_, _>>())
+    };
+    assert_eq!(labels("{}"), map(&[]));
+    assert_eq!(labels(r#"{"labels": null}"#), map(&[]));
+    assert_eq!(labels(r#"{"labels": {}}"#), map(&[]));
+    assert_eq!(
+        labels(r#"{"labels": {"app": "web", "tier" : "front\u0065nd", "a\/b": "x\"y"}}"#),
+        map(&[("app", "web"), ("tier", "frontend"), ("a/b", "x\"y")])
+    );
+    assert_eq!(
+        labels(r#"{"labels": {"app": "web", "app": "api"}}"#),
+        map(&[("app", "api")]),
+        "the last one stands, as in a decoded map"
+    );
+    assert_eq!(
+        labels(r#"{"labels": {"app": "web"}, "labels": {"tier": "x"}}"#),
+        map(&[("tier", "x")])
+    );
+    for bad in [
+        r#"{"labels": []}"#,
+        r#"{"labels": "app=web"}"#,
+        r#"{"labels": 1}"#,
+        r#"{"labels": {"app": 1}}"#,
+        r#"{"labels": {"app": null}}"#,
+        r#"{"labels": {"app": {"x": "y"}}}"#,
+        r#"{"labels": {"ok": "1", "app": ["web"]}}"#,
+        r#"{"labels": {"app": "\ud800"}}"#,
+    ] {
+        assert_eq!(
+            labels(bad),
+            Err("metadata.labels: expected a map of strings".to_owned()),
+            "{bad}"
+        );
+        // Decoding into a Pod refuses them as well.
+        let pod = format!(r#"{{"metadata": {bad}}}"#);
+        assert!(serde_json::from_str::<Pod>(&pod).is_err(), "{pod}");
+    }
+}
