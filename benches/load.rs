@@ -1,8 +1,8 @@
 //! Load bench: drives the real TLS admission server with N concurrent keep-alive connections and reports
 //! requests/s and p50/p99, beside the same load against a no-op rustls/axum handler in the same run (same
-//! TLS configuration, same certificate, and as its constant answer the very bytes our server answered the
-//! request with): the gap is what our handler costs. Last comes our rate as a share of the baseline's: the
-//! machine's speed swings between runs, the share much less.
+//! TLS configuration and TCP_NODELAY, same certificate, and as its constant answer the very bytes our server
+//! answered the request with): the gap is what our handler costs. Last comes our rate as a share of the
+//! baseline's: the machine's speed swings between runs, the share much less.
 //!
 //! `cargo bench --bench load` (env: LOAD_CONNECTIONS=32, LOAD_SECONDS=5, LOAD_REQUEST=<AdmissionReview
 //! file>, LOAD_PATH=<webhook path>, LOAD_NOOP_SPIN_US=0). With LOAD_NOOP_SPIN_US the no-op handler busies
@@ -278,6 +278,7 @@ fn main() {
         let handle = axum_server::Handle::new();
         let noop_server = axum_server::from_tcp_rustls(listener, axum_server::tls_rustls::RustlsConfig::from_config(server_config(store)))
             .unwrap()
+            .map(|tls| tls.acceptor(axum_server::accept::NoDelayAcceptor))
             .handle(handle.clone());
         tokio::spawn(noop_server.serve(noop.into_make_service()));
 

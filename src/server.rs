@@ -255,7 +255,11 @@ pub async fn start_with(
     let rustls =
         axum_server::tls_rustls::RustlsConfig::from_config(tls::server_config(state.certs.clone()));
     let handle = axum_server::Handle::new();
-    let mut server = axum_server::from_tcp_rustls(tls_listener, rustls)?.handle(handle.clone());
+    // TCP_NODELAY on every connection, as Go's net/http (the apiserver's side) sets it: a reply is never
+    // held back waiting for the ACK of the one before (Nagle against delayed ACK stalls up to 40 ms).
+    let mut server = axum_server::from_tcp_rustls(tls_listener, rustls)?
+        .map(|tls| tls.acceptor(axum_server::accept::NoDelayAcceptor))
+        .handle(handle.clone());
     // Slow or silent clients must not hold connections open forever.
     server
         .http_builder()
