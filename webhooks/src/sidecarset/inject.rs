@@ -213,47 +213,86 @@ pub(crate) struct HashEntries {
     pieces: [[Piece; 2]; 2],
 }
 
+/// What a SidecarSet's entries in the two hash annotations are written from, timestamps aside, borrowed
+/// from the SidecarSet: a pod create whose SidecarSet's entries are already written builds none of them.
+struct EntryKey<'s> {
+    name: &'s str,
+    /// The hash and the hash without image.
+    hashes: [&'s str; 2],
+    /// The injected container names, sorted.
+    sidecar_list: &'s [&'s str],
+    /// The SidecarSet's `status.latestRevision`, when not empty (hash annotation only).
+    revision: Option<&'s str>,
+}
+
+impl EntryKey<'_> {
+    /// The two entries (hash, hash without image), without timestamp.
+    fn specs(&self) -> [UpgradeSpec; 2] {
+        [0, 1].map(|which| UpgradeSpec {
+            update_timestamp: None,
+            hash: self.hashes[which].to_owned(),
+            sidecar_set_name: self.name.to_owned(),
+            sidecar_list: Some(self.sidecar_list.iter().map(|&n| n.to_owned()).collect()),
+            controller_revision: (which == 0)
+                .then(|| self.revision.map(str::to_owned))
+                .flatten(),
+        })
+    }
+}
+
 impl HashEntries {
-    fn new(specs: [&UpgradeSpec; 2]) -> Self {
-        let pieces = specs.map(|spec| {
+    fn new(key: &EntryKey<'_>) -> Self {
+        let specs = key.specs();
+        let pieces = [0, 1].map(|which| {
+            let spec = &specs[which];
             let mut head = Vec::new();
             entry_head(&mut head, &spec.sidecar_set_name);
             let mut tail = Vec::new();
             entry_tail(&mut tail, spec);
             [Piece::of(head), Piece::of(tail)]
         });
-        Self {
-            specs: specs.map(|spec| UpgradeSpec {
-                update_timestamp: None,
-                ..spec.clone()
-            }),
-            pieces,
-        }
+        Self { specs, pieces }
     }
 
-    /// Whether these were written from these entries (their timestamps aside). Every other field is
-    /// compared: the destructuring names them all, so a field added to [`UpgradeSpec`] must be added here.
-    fn is_for(&self, specs: [&UpgradeSpec; 2]) -> bool {
-        self.specs.iter().zip(specs).all(|(mine, spec)| {
+    /// Whether these were written from `key`. Every field is compared: the destructuring names them all,
+    /// so a field added to [`UpgradeSpec`] must be added here.
+    fn is_for(&self, key: &EntryKey<'_>) -> bool {
+        self.specs.iter().enumerate().all(|(which, mine)| {
             let UpgradeSpec {
-                update_timestamp: _,
+                update_timestamp,
                 hash,
                 sidecar_set_name,
                 sidecar_list,
                 controller_revision,
             } = mine;
-            *hash == spec.hash
-                && *sidecar_set_name == spec.sidecar_set_name
-                && *sidecar_list == spec.sidecar_list
-                && *controller_revision == spec.controller_revision
+            let revision = if which == 0 { key.revision } else { None };
+            update_timestamp.is_none()
+                && hash == key.hashes[which]
+                && sidecar_set_name == key.name
+                && sidecar_list.as_deref().is_some_and(|list| {
+                    list.iter()
+                        .map(String::as_str)
+                        .eq(key.sidecar_list.iter().copied())
+                })
+                && controller_revision.as_deref() == revision
         })
     }
 }
 
+/// An entry of a hash annotation as injection writes it back: one read from the pod, or that of a
+/// SidecarSet injected now (an index into the fresh [`HashEntries`]), stamped with the request's time.
+enum Entry {
+    Read(UpgradeSpec),
+    Fresh(usize),
+}
+
+/// A hash annotation's entries by SidecarSet name, in the order Go writes a map's keys.
+type Entries<'s> = BTreeMap<Cow<'s, str>, Entry>;
+
 /// The two hash annotations' texts and JSON string literals. Entries of the SidecarSets injected now
 /// (`fresh`, stamped `now`) are copied from their pieces; the others (a pod injected before) are written.
 fn upgrade_specs_texts(
-    specs: [&BTreeMap<String, UpgradeSpec>; 2],
+    specs: [&Entries<'_>; 2],
     fresh: &[Cow<'_, HashEntries>],
     now: &str,
 ) -> [(String, Box<str>); 2] {
@@ -263,22 +302,20 @@ fn upgrade_specs_texts(
     [0, 1].map(|which| {
         let specs = specs[which];
         let mut text = AnnotationText::new(200 * specs.len());
-        for (i, (name, spec)) in specs.iter().enumerate() {
+        for (i, (name, entry)) in specs.iter().enumerate() {
             if i > 0 {
                 text.push_byte(b',');
             }
-            let entries = fresh
-                .iter()
-                .find(|e| e.specs[which].sidecar_set_name == *name);
-            if let Some(entries) = entries
-                && spec.update_timestamp.as_deref() == Some(now)
-            {
-                let [head, tail] = &entries.pieces[which];
-                text.push(head);
-                text.push(&timestamp);
-                text.push(tail);
-                continue;
-            }
+            let spec = match entry {
+                Entry::Fresh(at) => {
+                    let [head, tail] = &fresh[*at].pieces[which];
+                    text.push(head);
+                    text.push(&timestamp);
+                    text.push(tail);
+                    continue;
+                }
+                Entry::Read(spec) => spec,
+            };
             let mut written = Vec::with_capacity(200);
             entry_head(&mut written, name);
             match spec.update_timestamp.as_deref() {
@@ -295,7 +332,11 @@ fn upgrade_specs_texts(
 /// `gojson::to_string` of a hash annotation's map, as [`upgrade_specs_texts`] writes it without pieces.
 #[cfg(test)]
 fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
-    let [(plain, _), _] = upgrade_specs_texts([specs, &BTreeMap::new()], &[], "");
+    let entries: Entries<'_> = specs
+        .iter()
+        .map(|(name, spec)| (Cow::Borrowed(name.as_str()), Entry::Read(spec.clone())))
+        .collect();
+    let [(plain, _), _] = upgrade_specs_texts([&entries, &BTreeMap::new()], &[], "");
     plain
 }
 
@@ -312,29 +353,34 @@ fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// Reads a hash annotation: the current shape, else the legacy map of name to hash (§4.6).
-fn read_upgrade_specs(
-    pod: &Value,
-    key: &'static str,
-) -> Result<BTreeMap<String, UpgradeSpec>, InjectError> {
+fn read_upgrade_specs(pod: &Value, key: &'static str) -> Result<Entries<'static>, InjectError> {
     let Some(raw) = annotation(pod, key).filter(|v| !v.is_empty()) else {
         return Ok(BTreeMap::new());
     };
+    let entries = |specs: BTreeMap<String, UpgradeSpec>| {
+        specs
+            .into_iter()
+            .map(|(name, spec)| (Cow::Owned(name), Entry::Read(spec)))
+            .collect()
+    };
     match serde_json::from_str::<BTreeMap<String, UpgradeSpec>>(raw) {
-        Ok(specs) => Ok(specs),
+        Ok(specs) => Ok(entries(specs)),
         Err(current) => match serde_json::from_str::<BTreeMap<String, String>>(raw) {
-            Ok(legacy) => Ok(legacy
-                .into_iter()
-                .map(|(name, hash)| {
-                    let spec = UpgradeSpec {
-                        update_timestamp: None,
-                        hash,
-                        sidecar_set_name: name.clone(),
-                        sidecar_list: None,
-                        controller_revision: None,
-                    };
-                    (name, spec)
-                })
-                .collect()),
+            Ok(legacy) => Ok(entries(
+                legacy
+                    .into_iter()
+                    .map(|(name, hash)| {
+                        let spec = UpgradeSpec {
+                            update_timestamp: None,
+                            hash,
+                            sidecar_set_name: name.clone(),
+                            sidecar_list: None,
+                            controller_revision: None,
+                        };
+                        (name, spec)
+                    })
+                    .collect(),
+            )),
             Err(_) => Err(InjectError::InvalidHashAnnotation {
                 namespace: pod_meta_str(pod, "namespace").to_owned(),
                 name: pod_meta_str(pod, "name").to_owned(),
@@ -932,11 +978,11 @@ pub fn inject(
             .iter()
             .map(|v| (str_field(v, "name"), v))
             .collect();
-        let mut sidecar_list: Vec<String> = Vec::new();
+        let mut sidecar_list: Vec<&str> = Vec::new();
         let mut injected_any = false;
         for ic in &set.spec.init_containers {
             if ic.is_native_sidecar() {
-                sidecar_list.push(ic.view.name.clone());
+                sidecar_list.push(&ic.view.name);
             }
             let c = build_container(
                 ic,
@@ -953,7 +999,7 @@ pub fn inject(
             .secrets
             .extend(set.spec.image_pull_secrets.iter().map(|s| json!(s)));
         for sc in &set.spec.containers {
-            sidecar_list.push(sc.view.name.clone());
+            sidecar_list.push(&sc.view.name);
             let c = build_container(
                 sc,
                 source,
@@ -966,32 +1012,26 @@ pub fn inject(
         }
         if injected_any {
             sidecar_list.sort();
-            let entry = |hash: Option<&str>, revision: Option<String>| UpgradeSpec {
-                update_timestamp: Some(options.now.to_owned()),
-                hash: hash.unwrap_or("").to_owned(),
-                sidecar_set_name: set.name().to_owned(),
-                sidecar_list: Some(sidecar_list.clone()),
-                controller_revision: revision,
+            let key = EntryKey {
+                name: set.name(),
+                hashes: [HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION]
+                    .map(|annotation| set.annotation(annotation).unwrap_or("")),
+                sidecar_list: &sidecar_list,
+                revision: set
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.latest_revision.as_deref())
+                    .filter(|r| !r.is_empty()),
             };
-            let revision = set
-                .status
-                .as_ref()
-                .and_then(|s| s.latest_revision.clone())
-                .filter(|r| !r.is_empty());
-            let specs = [
-                entry(set.annotation(HASH_ANNOTATION), revision),
-                entry(set.annotation(HASH_WITHOUT_IMAGE_ANNOTATION), None),
-            ];
-            let specs_ref = [&specs[0], &specs[1]];
-            let entries = set.hash_entries.get_or_init(|| HashEntries::new(specs_ref));
-            fresh.push(if entries.is_for(specs_ref) {
+            let entries = set.hash_entries.get_or_init(|| HashEntries::new(&key));
+            fresh.push(if entries.is_for(&key) {
                 Cow::Borrowed(entries)
             } else {
-                Cow::Owned(HashEntries::new(specs_ref))
+                Cow::Owned(HashEntries::new(&key))
             });
-            let [spec, without_image] = specs;
-            hashes.insert(set.name().to_owned(), spec);
-            hashes_without_image.insert(set.name().to_owned(), without_image);
+            let at = fresh.len() - 1;
+            hashes.insert(Cow::Borrowed(set.name()), Entry::Fresh(at));
+            hashes_without_image.insert(Cow::Borrowed(set.name()), Entry::Fresh(at));
         }
     }
     if built.init_containers.is_empty() && built.containers.is_empty() {

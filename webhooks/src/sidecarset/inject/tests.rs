@@ -812,6 +812,25 @@ fn a_sidecar_set_edited_after_an_injection_is_written_from_its_fields_as_they_ar
         assert_eq!(ann(&p, HASH_ANNOTATION), expected[0]);
         assert_eq!(ann(&p, HASH_WITHOUT_IMAGE_ANNOTATION), expected[1]);
     }
+    // Only its containers edited in place: the sidecar list alone tells the entries are stale.
+    let set = sidecarset1();
+    run(&mut pod(), std::slice::from_ref(&set)).unwrap();
+    let mut edited = Arc::try_unwrap(set).unwrap();
+    edited.spec.containers.pop();
+    let mut p = pod();
+    run(&mut p, &[Arc::new(edited)]).unwrap();
+    let expected = expected_hash_annotations(
+        &[(
+            "sidecarset1",
+            "sidecarset1-hash",
+            "sidecarset1-wo",
+            None,
+            &["dns-f"][..],
+        )],
+        &[],
+    );
+    assert_eq!(ann(&p, HASH_ANNOTATION), expected[0]);
+    assert_eq!(ann(&p, HASH_WITHOUT_IMAGE_ANNOTATION), expected[1]);
 }
 
 /// Mounts and envs taken from the app containers are copied into the sidecar as the request has them: member
