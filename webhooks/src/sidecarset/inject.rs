@@ -1078,7 +1078,10 @@ fn merge_volumes(existing: &RawList<'_>, injected: Vec<&Value>) -> Option<Vec<It
         let name = str_field(v, "name");
         if !names.contains(&name) {
             names.push(name);
-            merged.push(Item::New(Json::Value(v.clone())));
+            // Written here as the patch carries it: one string, not a copy of the tree.
+            let mut text = Vec::with_capacity(128);
+            write_value(&mut text, v);
+            merged.push(Item::New(Json::Text(written_text(text))));
         }
     }
     (merged.len() > existing.len()).then_some(merged)
