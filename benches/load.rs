@@ -4,8 +4,11 @@
 //! answered the request with): the gap is what our handler costs. Last comes our rate as a share of the
 //! baseline's: the machine's speed swings between runs, the share much less.
 //!
-//! `cargo bench --bench load` (env: LOAD_CONNECTIONS=32, LOAD_SECONDS=5, LOAD_REQUEST=<AdmissionReview
-//! file>, LOAD_PATH=<webhook path>, LOAD_NOOP_SPIN_US=0). With LOAD_NOOP_SPIN_US the no-op handler busies
+//! `cargo bench --bench load` (env: LOAD_CONNECTIONS=32, LOAD_SECONDS=5 measured per server, LOAD_ROUNDS=5
+//! alternating rounds, LOAD_REQUEST=<AdmissionReview file>, LOAD_PATH=<webhook path>, LOAD_NOOP_SPIN_US=0).
+//! Besides rates and latencies it prints the process's CPU time per request for each server (read from
+//! /proc; the client is in both), their difference (what our handler costs under load), and the share of
+//! the machine's CPU time the hypervisor stole meanwhile. With LOAD_NOOP_SPIN_US the no-op handler busies
 //! its core that many microseconds per request: what a handler of that cost would reach on this machine.
 //! The client runs in the same process on the same cores, so absolute numbers understate what a remote
 //! apiserver would see; the comparison is like for like. The client is kept minimal for that reason (one
@@ -27,16 +30,45 @@ use kruise_webhook::server::tls::{CertStore, client_config, server_config};
 
 struct Load {
     connections: usize,
+    /// Measured time per server, over all rounds.
     duration: Duration,
+    /// Before the first round's measurement (connections opened, caches warm).
     warmup: Duration,
+    /// Rounds, alternating our server and the baseline, each measuring `duration / rounds`.
+    rounds: u32,
 }
 
+/// One server's measurements, summed over its rounds.
+#[derive(Default)]
 struct Outcome {
-    requests: usize,
+    latencies: Vec<Duration>,
     errors: usize,
     elapsed: Duration,
-    p50: Duration,
-    p99: Duration,
+    /// The process's CPU time (user and system, client included) while measuring, when readable.
+    cpu: Option<Duration>,
+    /// The machine's CPU time stolen by the hypervisor, and all of its CPU time, while measuring.
+    steal: Option<(u64, u64)>,
+}
+
+/// The process's CPU time so far (`/proc/self/stat` utime + stime, at USER_HZ = 100).
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// The machine's stolen and total CPU ticks so far (`/proc/stat`).
+fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|n| n.parse().ok())
+        .collect::<Option<_>>()?;
+    Some((cpu.get(7).copied().unwrap_or(0), cpu.iter().take(8).sum()))
 }
 
 /// One keep-alive HTTP/1.1 connection over TLS, as the kube-apiserver holds to a webhook: the request is
@@ -118,17 +150,32 @@ fn wire_request(path: &str, body: &[u8]) -> Vec<u8> {
     request
 }
 
+/// Drives `connections` connections for `warmup` then `duration`, measuring the latter.
 async fn drive(
     port: u16,
     request: Arc<Vec<u8>>,
     tls: Arc<rustls::ClientConfig>,
-    load: &Load,
+    connections: usize,
+    (warmup, duration): (Duration, Duration),
 ) -> Outcome {
     let mut tasks = Vec::new();
     let start = Instant::now();
-    let measure_from = start + load.warmup;
-    let end = measure_from + load.duration;
-    for _ in 0..load.connections {
+    let measure_from = start + warmup;
+    let end = measure_from + duration;
+    // The CPU the process and the machine spend while measuring.
+    let usage = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        let before = (process_cpu(), machine_ticks());
+        tokio::time::sleep_until(end.into()).await;
+        let after = (process_cpu(), machine_ticks());
+        let cpu = before.0.zip(after.0).map(|(b, a)| a.saturating_sub(b));
+        let steal = before
+            .1
+            .zip(after.1)
+            .map(|(b, a)| (a.0.saturating_sub(b.0), a.1.saturating_sub(b.1)));
+        (cpu, steal)
+    });
+    for _ in 0..connections {
         let (tls, request) = (tls.clone(), request.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::with_capacity(4096);
@@ -165,41 +212,72 @@ async fn drive(
             (latencies, errors)
         }));
     }
-    let mut all = Vec::new();
-    let mut errors = 0;
+    let mut outcome = Outcome {
+        elapsed: duration,
+        ..Outcome::default()
+    };
     for t in tasks {
         let (l, e) = t.await.unwrap();
-        all.extend(l);
-        errors += e;
+        outcome.latencies.extend(l);
+        outcome.errors += e;
     }
-    all.sort();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
-    Outcome {
-        requests: all.len(),
-        errors,
-        elapsed: load.duration,
-        p50: pct(0.50),
-        p99: pct(0.99),
-    }
+    (outcome.cpu, outcome.steal) = usage.await.unwrap();
+    outcome
 }
 
 impl Outcome {
+    /// Adds a round's measurements.
+    fn add(&mut self, round: Outcome) {
+        let first = self.elapsed.is_zero();
+        self.latencies.extend(round.latencies);
+        self.errors += round.errors;
+        self.elapsed += round.elapsed;
+        if first {
+            (self.cpu, self.steal) = (round.cpu, round.steal);
+        } else {
+            self.cpu = self.cpu.zip(round.cpu).map(|(a, b)| a + b);
+            self.steal = self
+                .steal
+                .zip(round.steal)
+                .map(|(a, b)| (a.0 + b.0, a.1 + b.1));
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.latencies.len()
+    }
+
     fn rate(&self) -> f64 {
-        self.requests as f64 / self.elapsed.as_secs_f64()
+        self.requests() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&mut self, p: f64) -> Duration {
+        self.latencies.sort_unstable();
+        let n = self.latencies.len();
+        self.latencies
+            .get(((n as f64 * p) as usize).min(n.saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The process's CPU time per request answered, in microseconds.
+    fn cpu_per_request(&self) -> Option<f64> {
+        let requests = self.requests().max(1) as f64;
+        self.cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / requests)
     }
 }
 
-fn report(name: &str, o: &Outcome) {
+fn report(name: &str, o: &mut Outcome) {
+    let (p50, p99) = (o.percentile(0.50), o.percentile(0.99));
+    let cpu = o
+        .cpu_per_request()
+        .map_or_else(String::new, |us| format!("   {us:>5.1} µs CPU/req"));
     println!(
-        "{name:<34} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms   ({} requests, {} errors)",
+        "{name:<34} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms{cpu}   ({} requests, {} errors)",
         o.rate(),
-        o.p50.as_secs_f64() * 1e3,
-        o.p99.as_secs_f64() * 1e3,
-        o.requests,
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3,
+        o.requests(),
         o.errors
     );
 }
@@ -220,12 +298,14 @@ fn main() {
             connections: 2,
             duration: Duration::from_millis(300),
             warmup: Duration::from_millis(100),
+            rounds: 2,
         }
     } else {
         Load {
             connections: env("LOAD_CONNECTIONS", 32),
             duration: Duration::from_secs(env("LOAD_SECONDS", 5)),
             warmup: Duration::from_secs(1),
+            rounds: env("LOAD_ROUNDS", 5u32).max(1),
         }
     };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -283,21 +363,30 @@ fn main() {
         tokio::spawn(noop_server.serve(noop.into_make_service()));
 
         println!(
-            "load: {} keep-alive HTTP/1.1 TLS connections, {:?} measured after {:?} warm-up, request {} ({} bytes) to {path}, answer {} bytes",
+            "load: {} keep-alive HTTP/1.1 TLS connections, {:?} measured per server in {} alternating rounds after {:?} warm-up, request {} ({} bytes) to {path}, answer {} bytes",
             load.connections,
             load.duration,
+            load.rounds,
             load.warmup,
             request_file.display(),
             body.len(),
             answer.len()
         );
-        let ours = drive(server.tls_addr().port(), request.clone(), tls.clone(), &load).await;
-        report("kruise-webhook", &ours);
-        let baseline = drive(noop_addr.port(), request, tls, &load).await;
+        // Alternating rounds: both servers see the machine in the same states (its speed swings within
+        // seconds); each round reopens its connections, outside the measured time.
+        let (mut ours, mut baseline) = (Outcome::default(), Outcome::default());
+        let slice = load.duration / load.rounds;
+        for round in 0..load.rounds {
+            let warmup = if round == 0 { load.warmup } else { load.warmup / 4 };
+            for (outcome, port) in [(&mut ours, server.tls_addr().port()), (&mut baseline, noop_addr.port())] {
+                outcome.add(drive(port, request.clone(), tls.clone(), load.connections, (warmup, slice)).await);
+            }
+        }
+        report("kruise-webhook", &mut ours);
         if noop_spin.is_zero() {
-            report("no-op rustls/axum handler", &baseline);
+            report("no-op rustls/axum handler", &mut baseline);
         } else {
-            report(&format!("no-op handler spinning {noop_spin:?}"), &baseline);
+            report(&format!("no-op handler spinning {noop_spin:?}"), &mut baseline);
         }
         // The machine's speed swings between runs; the share of the baseline's rate moves much less.
         println!(
@@ -305,6 +394,12 @@ fn main() {
             "kruise-webhook / baseline",
             ours.rate() / baseline.rate()
         );
+        if let (Some(a), Some(b)) = (ours.cpu_per_request(), baseline.cpu_per_request()) {
+            println!("{:<34} {:>9.1} µs CPU per request more than the baseline (client included in both)", "kruise-webhook handler", a - b);
+        }
+        if let (Some((s1, t1)), Some((s2, t2))) = (ours.steal, baseline.steal) {
+            println!("{:<34} {:>9.1} % of the machine's CPU time while measuring", "stolen by the hypervisor", 100.0 * (s1 + s2) as f64 / (t1 + t2).max(1) as f64);
+        }
         handle.shutdown();
         server.shutdown().await.unwrap();
         assert_eq!(ours.errors, 0, "requests failed under load");
