@@ -110,6 +110,19 @@ pub struct UpgradeSpec {
     pub controller_revision: Option<String>,
 }
 
+impl UpgradeSpec {
+    /// An entry read from the legacy shape of the annotation (a map of SidecarSet name to hash): its hash.
+    pub(crate) fn legacy(hash: String, sidecar_set_name: String) -> Self {
+        Self {
+            update_timestamp: None,
+            hash,
+            sidecar_set_name,
+            sidecar_list: None,
+            controller_revision: None,
+        }
+    }
+}
+
 /// A hash annotation entry's text up to its timestamp: `"name":{"updateTimestamp":`.
 fn entry_head(out: &mut Vec<u8>, name: &str) {
     write_str(out, name);
@@ -370,13 +383,7 @@ fn read_upgrade_specs(pod: &Value, key: &'static str) -> Result<Entries<'static>
                 legacy
                     .into_iter()
                     .map(|(name, hash)| {
-                        let spec = UpgradeSpec {
-                            update_timestamp: None,
-                            hash,
-                            sidecar_set_name: name.clone(),
-                            sidecar_list: None,
-                            controller_revision: None,
-                        };
+                        let spec = UpgradeSpec::legacy(hash, name.clone());
                         (name, spec)
                     })
                     .collect(),

@@ -351,16 +351,7 @@ fn pod_upgrade_specs(pod: &Pod) -> BTreeMap<String, UpgradeSpec> {
         .map(|legacy| {
             legacy
                 .into_iter()
-                .map(|(name, hash)| {
-                    let spec = UpgradeSpec {
-                        update_timestamp: None,
-                        hash,
-                        sidecar_set_name: String::new(),
-                        sidecar_list: None,
-                        controller_revision: None,
-                    };
-                    (name, spec)
-                })
+                .map(|(name, hash)| (name, UpgradeSpec::legacy(hash, String::new())))
                 .collect()
         })
         .unwrap_or_default()
