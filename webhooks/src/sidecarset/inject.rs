@@ -654,12 +654,38 @@ struct Variant<'x> {
     env: &'x [Value],
 }
 
+/// Mount and device paths already taken: few, so a list searched in order (one instantiation less of the
+/// map code a pod create runs through).
+#[derive(Default)]
+struct Paths<'p>(Vec<Cow<'p, str>>);
+
+impl<'p> Paths<'p> {
+    /// Adds `path`; whether it was not there yet.
+    fn insert(&mut self, path: Cow<'p, str>) -> bool {
+        let new = !self.0.contains(&path);
+        if new {
+            self.0.push(path);
+        }
+        new
+    }
+}
+
+impl<'p> FromIterator<Cow<'p, str>> for Paths<'p> {
+    fn from_iter<I: IntoIterator<Item = Cow<'p, str>>>(paths: I) -> Self {
+        let mut all = Self::default();
+        for path in paths {
+            all.insert(path);
+        }
+        all
+    }
+}
+
 /// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; adds the SidecarSet volumes its
 /// own mounts and devices name to `injected_volumes`.
 fn build_container<'s, 'p>(
     sidecar: &'s SidecarContainer,
     source: Source<'p, '_>,
-    volumes_by_name: &BTreeMap<&str, &'s Value>,
+    volumes: &'s [Value],
     injected_volumes: &mut Vec<&'s Value>,
     (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &BTreeSet<String>),
 ) -> Result<Sidecar<'s, 'p>, InjectError> {
@@ -692,10 +718,12 @@ fn build_container<'s, 'p>(
         fields(c, "volumeMounts", "name")
             .into_iter()
             .chain(fields(c, "volumeDevices", "name"));
-    injected_volumes.extend(own_volumes.filter_map(|name| volumes_by_name.get(name).copied()));
+    // The last SidecarSet volume of a name, as a map by name would keep (a few volumes: a scan).
+    let volume_named = |name: &str| volumes.iter().rev().find(|v| str_field(v, "name") == name);
+    injected_volumes.extend(own_volumes.filter_map(volume_named));
 
     // Paths the sidecar's own mounts and devices take; shared mounts on them are left out.
-    let mut used: BTreeSet<Cow<'_, str>> = BTreeSet::new();
+    let mut used = Paths::default();
     let share_devices = sidecar
         .view
         .share_volume_device_policy
@@ -734,7 +762,7 @@ fn build_container<'s, 'p>(
 
     let mut devices = Vec::new();
     if share_devices {
-        let mut used: BTreeSet<Cow<'_, str>> = fields(c, "volumeDevices", "devicePath")
+        let mut used: Paths<'_> = fields(c, "volumeDevices", "devicePath")
             .into_iter()
             .chain(fields(c, "volumeMounts", "mountPath"))
             .map(Cow::Borrowed)
@@ -979,12 +1007,6 @@ pub fn inject(
     let mut fresh: Vec<Cow<'_, HashEntries>> = Vec::with_capacity(matched.len());
     for set in matched {
         names.insert(set.name().to_owned());
-        let volumes_by_name: BTreeMap<&str, &Value> = set
-            .spec
-            .volumes
-            .iter()
-            .map(|v| (str_field(v, "name"), v))
-            .collect();
         let mut sidecar_list: Vec<&str> = Vec::new();
         let mut injected_any = false;
         for ic in &set.spec.init_containers {
@@ -994,7 +1016,7 @@ pub fn inject(
             let c = build_container(
                 ic,
                 source,
-                &volumes_by_name,
+                &set.spec.volumes,
                 &mut built.volumes,
                 (resources_policy, &all_sidecar_names),
             )?;
@@ -1010,7 +1032,7 @@ pub fn inject(
             let c = build_container(
                 sc,
                 source,
-                &volumes_by_name,
+                &set.spec.volumes,
                 &mut built.volumes,
                 (resources_policy, &all_sidecar_names),
             )?;
