@@ -19,6 +19,12 @@ fn bytes_equal(w: u64, c: u8) -> u64 {
     zero_bytes(w ^ (ONES * u64::from(c)))
 }
 
+/// High bit set in each byte of `w` equal to `x` or to `y`; exact for the lowest such byte.
+#[inline]
+fn bytes_either(w: u64, [x, y]: [u8; 2]) -> u64 {
+    bytes_equal(w, x) | bytes_equal(w, y)
+}
+
 /// High bit set in each byte of `w` below 0x20 (a control character); exact for the lowest such byte.
 /// Bytes of 0x80 and above are never hits: `!w` clears their high bit.
 #[inline]
@@ -61,6 +67,12 @@ mod lanes {
         bitor_m128i(a, b)
     }
 
+    /// The lanes equal to `x` or to `y`.
+    #[inline(always)]
+    pub(super) fn either(v: m128i, [x, y]: [u8; 2]) -> m128i {
+        or(equal(v, x), equal(v, y))
+    }
+
     /// One bit per lane, lane 0 lowest.
     #[inline(always)]
     pub(super) fn mask(v: m128i) -> u32 {
@@ -100,16 +112,22 @@ fn first(
         .map_or(b.len(), |p| j + p)
 }
 
-/// The index of the first `"` or `\` in `b` at or after `from` (`b.len()` when none).
-pub(crate) fn quote_or_backslash(b: &[u8], from: usize) -> usize {
+/// The index of the first byte of `b` at or after `from` that is `x` or `y` (`b.len()` when none).
+#[inline(always)]
+fn first_of(b: &[u8], from: usize, [x, y]: [u8; 2]) -> usize {
     first(
         b,
         from,
         #[cfg(target_feature = "sse2")]
-        |v| lanes::or(lanes::equal(v, b'"'), lanes::equal(v, b'\\')),
-        |w| bytes_equal(w, b'"') | bytes_equal(w, b'\\'),
-        |c| c == b'"' || c == b'\\',
+        |v| lanes::either(v, [x, y]),
+        |w| bytes_either(w, [x, y]),
+        |c| c == x || c == y,
     )
+}
+
+/// The index of the first `"` or `\` in `b` at or after `from` (`b.len()` when none).
+pub(crate) fn quote_or_backslash(b: &[u8], from: usize) -> usize {
+    first_of(b, from, [b'"', b'\\'])
 }
 
 /// Whether serde_json escapes `c` in a string: `"`, `\`, a control character.
@@ -125,11 +143,8 @@ pub(crate) fn json_escape(b: &[u8], from: usize) -> usize {
         b,
         from,
         #[cfg(target_feature = "sse2")]
-        |v| {
-            let quote_or_backslash = lanes::or(lanes::equal(v, b'"'), lanes::equal(v, b'\\'));
-            lanes::or(quote_or_backslash, lanes::control(v))
-        },
-        |w| bytes_equal(w, b'"') | bytes_equal(w, b'\\') | control_bytes(w),
+        |v| lanes::or(lanes::either(v, [b'"', b'\\']), lanes::control(v)),
+        |w| bytes_either(w, [b'"', b'\\']) | control_bytes(w),
         is_json_escape,
     )
 }
@@ -137,14 +152,7 @@ pub(crate) fn json_escape(b: &[u8], from: usize) -> usize {
 /// The index of the first `~` or `/` in `b` at or after `from` (`b.len()` when none): the bytes a JSON
 /// pointer encodes (RFC 6901 §3).
 pub(crate) fn pointer_escape(b: &[u8], from: usize) -> usize {
-    first(
-        b,
-        from,
-        #[cfg(target_feature = "sse2")]
-        |v| lanes::or(lanes::equal(v, b'~'), lanes::equal(v, b'/')),
-        |w| bytes_equal(w, b'~') | bytes_equal(w, b'/'),
-        |c| c == b'~' || c == b'/',
-    )
+    first_of(b, from, [b'~', b'/'])
 }
 
 /// Whether any byte of `b` satisfies `is_hit`, for long texts where the answer is almost always no: a
