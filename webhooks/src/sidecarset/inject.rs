@@ -239,6 +239,11 @@ struct EntryKey<'s> {
 }
 
 impl EntryKey<'_> {
+    /// The revision entry `which` (0: hash, 1: hash without image) records: only the hash annotation's.
+    fn revision(&self, which: usize) -> Option<&str> {
+        self.revision.filter(|_| which == 0)
+    }
+
     /// The two entries (hash, hash without image), without timestamp.
     fn specs(&self) -> [UpgradeSpec; 2] {
         [0, 1].map(|which| UpgradeSpec {
@@ -246,9 +251,7 @@ impl EntryKey<'_> {
             hash: self.hashes[which].to_owned(),
             sidecar_set_name: self.name.to_owned(),
             sidecar_list: Some(self.sidecar_list.iter().map(|&n| n.to_owned()).collect()),
-            controller_revision: (which == 0)
-                .then(|| self.revision.map(str::to_owned))
-                .flatten(),
+            controller_revision: self.revision(which).map(str::to_owned),
         })
     }
 }
@@ -256,8 +259,7 @@ impl EntryKey<'_> {
 impl HashEntries {
     fn new(key: &EntryKey<'_>) -> Self {
         let specs = key.specs();
-        let pieces = [0, 1].map(|which| {
-            let spec = &specs[which];
+        let pieces = specs.each_ref().map(|spec| {
             let mut head = Vec::new();
             entry_head(&mut head, &spec.sidecar_set_name);
             let mut tail = Vec::new();
@@ -278,7 +280,6 @@ impl HashEntries {
                 sidecar_list,
                 controller_revision,
             } = mine;
-            let revision = if which == 0 { key.revision } else { None };
             update_timestamp.is_none()
                 && hash == key.hashes[which]
                 && sidecar_set_name == key.name
@@ -287,7 +288,7 @@ impl HashEntries {
                         .map(String::as_str)
                         .eq(key.sidecar_list.iter().copied())
                 })
-                && controller_revision.as_deref() == revision
+                && controller_revision.as_deref() == key.revision(which)
         })
     }
 }
@@ -370,24 +371,19 @@ fn read_upgrade_specs(pod: &Value, key: &'static str) -> Result<Entries<'static>
     let Some(raw) = annotation(pod, key).filter(|v| !v.is_empty()) else {
         return Ok(BTreeMap::new());
     };
-    let entries = |specs: BTreeMap<String, UpgradeSpec>| {
+    fn entries(specs: impl IntoIterator<Item = (String, UpgradeSpec)>) -> Entries<'static> {
         specs
             .into_iter()
             .map(|(name, spec)| (Cow::Owned(name), Entry::Read(spec)))
             .collect()
-    };
+    }
     match serde_json::from_str::<BTreeMap<String, UpgradeSpec>>(raw) {
         Ok(specs) => Ok(entries(specs)),
         Err(current) => match serde_json::from_str::<BTreeMap<String, String>>(raw) {
-            Ok(legacy) => Ok(entries(
-                legacy
-                    .into_iter()
-                    .map(|(name, hash)| {
-                        let spec = UpgradeSpec::legacy(hash, name.clone());
-                        (name, spec)
-                    })
-                    .collect(),
-            )),
+            Ok(legacy) => Ok(entries(legacy.into_iter().map(|(name, hash)| {
+                let spec = UpgradeSpec::legacy(hash, name.clone());
+                (name, spec)
+            }))),
             Err(_) => Err(InjectError::InvalidHashAnnotation {
                 namespace: pod_meta_str(pod, "namespace").to_owned(),
                 name: pod_meta_str(pod, "name").to_owned(),
