@@ -28,6 +28,9 @@ pub enum Json {
     /// Valid JSON text, copied as it stands: written by this crate as serde_json writes (a sidecar), or an
     /// element of the request as received.
     Text(Box<str>),
+    /// Valid JSON text as [`Json::Text`], shared with the object it was written for (a sidecar injected as
+    /// its SidecarSet has it): each patch holds it without a copy.
+    Shared(std::sync::Arc<str>),
 }
 
 impl Json {
@@ -36,6 +39,7 @@ impl Json {
         match self {
             Self::Value(v) => v.clone(),
             Self::Text(t) => crate::json::valid_tree(t),
+            Self::Shared(t) => crate::json::valid_tree(t),
         }
     }
 
@@ -44,6 +48,7 @@ impl Json {
         match self {
             Self::Value(v) => write_value(out, v),
             Self::Text(t) => out.extend_from_slice(t.as_bytes()),
+            Self::Shared(t) => out.extend_from_slice(t.as_bytes()),
         }
     }
 }

@@ -262,6 +262,10 @@ pub struct SidecarContainer {
     written: Written,
     /// The fields injection reads.
     pub view: SidecarContainerView,
+    /// The container as injected into a pod that gives it nothing of its own (no transferred envs, shared
+    /// mounts or devices, resources policy, hot-upgrade copy): `written` with `IS_INJECTED` added, worked
+    /// out on its first such injection. It depends on `written` alone, which is never edited.
+    pub(crate) plain: Memo<std::sync::Arc<str>>,
 }
 
 /// A sidecar container written as JSON text (as serde_json writes it, members in key order): one text, and
@@ -433,6 +437,7 @@ impl<'de> Deserialize<'de> for SidecarContainer {
             written: Written::of(&raw),
             raw,
             view,
+            plain: Memo::default(),
         })
     }
 }

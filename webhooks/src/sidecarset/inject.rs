@@ -6,7 +6,7 @@
 //! turns the result into the patch.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -77,9 +77,30 @@ pub struct PodContainers<'p> {
 /// module stays independent of the calculator.
 pub type ResourcesPolicyFn<'a> = &'a dyn Fn(
     &SidecarContainer,
-    &BTreeSet<String>,
+    &SidecarNames<'_>,
     PodContainers<'_>,
 ) -> Result<Option<Value>, String>;
+
+/// A set of names, few: a sorted list without repeats, searched by bisection (a pod create runs no map code
+/// for it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SidecarNames<'a>(Vec<&'a str>);
+
+impl SidecarNames<'_> {
+    /// Whether `name` is one of them.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.binary_search(&name).is_ok()
+    }
+}
+
+impl<'a> FromIterator<&'a str> for SidecarNames<'a> {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(names: I) -> Self {
+        let mut names: Vec<&'a str> = names.into_iter().collect();
+        names.sort_unstable();
+        names.dedup();
+        Self(names)
+    }
+}
 
 /// What building a sidecar reads of the pod: its metadata, and its container lists as received.
 #[derive(Clone, Copy)]
@@ -300,8 +321,39 @@ enum Entry {
     Fresh(usize),
 }
 
-/// A hash annotation's entries by SidecarSet name, in the order Go writes a map's keys.
-type Entries<'s> = BTreeMap<Cow<'s, str>, Entry>;
+/// A hash annotation's entries by SidecarSet name, in the order Go writes a map's keys (byte order of the
+/// names): a sorted list without repeats, as a pod carries a few.
+#[derive(Default)]
+struct Entries<'s>(Vec<(Cow<'s, str>, Entry)>);
+
+impl<'s> Entries<'s> {
+    /// Sets the entry of `name`, replacing the one it had.
+    fn insert(&mut self, name: Cow<'s, str>, entry: Entry) {
+        match self.0.binary_search_by(|(have, _)| (**have).cmp(&*name)) {
+            Ok(at) => self.0[at].1 = entry,
+            Err(at) => self.0.insert(at, (name, entry)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Cow<'s, str>, Entry)> {
+        self.0.iter()
+    }
+}
+
+impl<'s> FromIterator<(Cow<'s, str>, Entry)> for Entries<'s> {
+    /// Entries in key order without repeats (as a map's), from any order; the last of a name stands.
+    fn from_iter<I: IntoIterator<Item = (Cow<'s, str>, Entry)>>(entries: I) -> Self {
+        let mut all = Self::default();
+        for (name, entry) in entries {
+            all.insert(name, entry);
+        }
+        all
+    }
+}
 
 /// The two hash annotations' texts and JSON string literals. Entries of the SidecarSets injected now
 /// (`fresh`, stamped `now`) are copied from their pieces; the others (a pod injected before) are written.
@@ -350,7 +402,7 @@ fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
         .iter()
         .map(|(name, spec)| (Cow::Borrowed(name.as_str()), Entry::Read(spec.clone())))
         .collect();
-    let [(plain, _), _] = upgrade_specs_texts([&entries, &BTreeMap::new()], &[], "");
+    let [(plain, _), _] = upgrade_specs_texts([&entries, &Entries::default()], &[], "");
     plain
 }
 
@@ -369,7 +421,7 @@ fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
 /// Reads a hash annotation: the current shape, else the legacy map of name to hash (§4.6).
 fn read_upgrade_specs(pod: &Value, key: &'static str) -> Result<Entries<'static>, InjectError> {
     let Some(raw) = annotation(pod, key).filter(|v| !v.is_empty()) else {
-        return Ok(BTreeMap::new());
+        return Ok(Entries::default());
     };
     fn entries(specs: impl IntoIterator<Item = (String, UpgradeSpec)>) -> Entries<'static> {
         specs
@@ -531,10 +583,13 @@ fn transfer_envs<'l>(
 ) -> Vec<RawElement<'l>> {
     let mut out = Vec::new();
     for t in &sidecar.view.transfer_env {
-        let mut names: BTreeSet<&str> = t.env_names.iter().map(String::as_str).collect();
-        if !t.env_name.is_empty() {
-            names.insert(&t.env_name);
-        }
+        // In byte order, as OpenKruise's set of names gives them.
+        let names: SidecarNames<'_> = t
+            .env_names
+            .iter()
+            .chain(Some(&t.env_name).filter(|n| !n.is_empty()))
+            .map(String::as_str)
+            .collect();
         let source = match t
             .source_container_name_from
             .as_ref()
@@ -547,7 +602,7 @@ fn transfer_envs<'l>(
                 None => continue,
             },
         };
-        for name in names {
+        for &name in &names.0 {
             let found = containers
                 .iter()
                 .filter(|c| c.name() == source && c.may_contain("env", name))
@@ -683,7 +738,7 @@ fn build_container<'s, 'p>(
     source: Source<'p, '_>,
     volumes: &'s [Value],
     injected_volumes: &mut Vec<&'s Value>,
-    (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &BTreeSet<String>),
+    (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &SidecarNames<'_>),
 ) -> Result<Sidecar<'s, 'p>, InjectError> {
     // The lists read here are not among Kruise's own fields: as injected.
     let c = sidecar.raw();
@@ -710,21 +765,31 @@ fn build_container<'s, 'p>(
     let transfer = dedup_by_name(transfer, subpath_envs);
 
     // Names missing from spec.volumes are skipped (OpenKruise logs a warning).
-    let own_volumes =
-        fields(c, "volumeMounts", "name")
-            .into_iter()
-            .chain(fields(c, "volumeDevices", "name"));
+    let own_volumes = list_of(c, "volumeMounts")
+        .chain(list_of(c, "volumeDevices"))
+        .map(|m| str_field(m, "name"));
     // The last SidecarSet volume of a name, as a map by name would keep (a few volumes: a scan).
     let volume_named = |name: &str| volumes.iter().rev().find(|v| str_field(v, "name") == name);
     injected_volumes.extend(own_volumes.filter_map(volume_named));
-
-    // Paths the sidecar's own mounts and devices take; shared mounts on them are left out.
-    let mut used = Paths::default();
+    let mut built = Sidecar {
+        base: sidecar,
+        resources,
+        env: Vec::new(),
+        mounts: Vec::new(),
+        devices: Vec::new(),
+    };
     let share_devices = sidecar
         .view
         .share_volume_device_policy
         .as_ref()
         .is_some_and(|p| p.enabled());
+    if transfer.is_empty() && shared.is_empty() && !share_devices {
+        // Nothing of the pod's goes into it.
+        return Ok(built);
+    }
+
+    // Paths the sidecar's own mounts and devices take; shared mounts on them are left out.
+    let mut used = Paths::default();
     if !shared.is_empty() || share_devices {
         for m in list_of(c, "volumeMounts") {
             used.insert(str_field(m, "mountPath").into());
@@ -747,16 +812,15 @@ fn build_container<'s, 'p>(
     // After IS_INJECTED, the envs whose names the container does not have yet.
     let mut env_names: Vec<Cow<'_, str>> = list_of(c, "env").map(|e| env_name(e).into()).collect();
     env_names.push(IS_INJECTED.into());
-    let mut env = Vec::with_capacity(transfer.len());
+    built.env.reserve(transfer.len());
     for e in transfer {
         let name = e.str("name");
         if !env_names.contains(&name) {
             env_names.push(name);
-            env.push(e);
+            built.env.push(e);
         }
     }
 
-    let mut devices = Vec::new();
     if share_devices {
         let mut used: Paths<'_> = fields(c, "volumeDevices", "devicePath")
             .into_iter()
@@ -771,24 +835,19 @@ fn build_container<'s, 'p>(
             .flat_map(|c| c.elements("volumeDevices"))
         {
             if used.insert(d.str("devicePath")) {
-                devices.push(d);
+                built.devices.push(d);
             }
         }
     }
-    Ok(Sidecar {
-        base: sidecar,
-        resources,
-        env,
-        mounts: mounts.into_iter().map(|(m, _)| m).collect(),
-        devices,
-    })
+    built.mounts = mounts.into_iter().map(|(m, _)| m).collect();
+    Ok(built)
 }
 
 impl Sidecar<'_, '_> {
     /// The container as JSON text, members in key order (as a tree of it would be written): the SidecarSet's
     /// members copied as written, `env` / `volumeMounts` / `volumeDevices` extended (made lists when absent
     /// or not lists), `resources`, `name` and `image` replaced where this sidecar or `variant` says.
-    fn write(&self, variant: Variant<'_>) -> Json {
+    fn write(&self, variant: Variant<'_>) -> Box<str> {
         // The members injection writes, in key order; `env` always (IS_INJECTED).
         let changed = [
             ("env", true),
@@ -829,7 +888,7 @@ impl Sidecar<'_, '_> {
             self.write_changed(&mut out, key, None, variant);
         }
         out.push(b'}');
-        Json::Text(written_text(out))
+        written_text(out)
     }
 
     /// Writes the member `key` injection changes; `base` is the SidecarSet's value, as text.
@@ -901,7 +960,7 @@ fn hot_upgrade<'s>(sidecar: &Sidecar<'s, '_>, built: &mut Built<'s>) -> [(String
             image,
             env: &env,
         });
-        (copy_name, container)
+        (copy_name, Json::Text(container))
     };
     let first = copy("-1", None);
     let second = copy("-2", Some(&view.upgrade_strategy.hot_upgrade_empty_image));
@@ -955,9 +1014,23 @@ fn push_injected<'s>(
         });
         built.list(into).extend(pair);
     } else {
+        let plain = sidecar.resources.is_none()
+            && sidecar.env.is_empty()
+            && sidecar.mounts.is_empty()
+            && sidecar.devices.is_empty();
+        let container = if plain {
+            // As the SidecarSet has it: written once.
+            let text = sidecar
+                .base
+                .plain
+                .get_or_init(|| sidecar.write(Variant::default()).into());
+            Json::Shared(Arc::clone(text))
+        } else {
+            Json::Text(sidecar.write(Variant::default()))
+        };
         built.list(into).push(Injected {
             name: Cow::Borrowed(&sidecar.base.view.name),
-            container: sidecar.write(Variant::default()),
+            container,
             policy,
         });
     }
@@ -984,14 +1057,17 @@ pub fn inject(
     let mut work_map: BTreeMap<String, String> = annotation(pod, WORKING_HOT_UPGRADE_ANNOTATION)
         .and_then(|v| serde_json::from_str(v).ok())
         .unwrap_or_default();
-    let mut names: BTreeSet<String> = annotation(pod, INJECTED_LIST_ANNOTATION)
+    // The injected list: the names it had, and those of `matched` (sorted and deduplicated in `apply`).
+    let mut names: Vec<Cow<'_, str>> = annotation(pod, INJECTED_LIST_ANNOTATION)
         .filter(|v| !v.is_empty())
-        .map(|v| v.split(',').map(str::to_owned).collect())
-        .unwrap_or_default();
-    let all_sidecar_names: BTreeSet<String> = matched
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(|name| Cow::Owned(name.to_owned()))
+        .collect();
+    let all_sidecar_names: SidecarNames<'_> = matched
         .iter()
         .flat_map(|s| s.spec.init_containers.iter().chain(&s.spec.containers))
-        .map(|c| c.view.name.clone())
+        .map(|c| c.view.name.as_str())
         .collect();
 
     let source = Source {
@@ -1002,7 +1078,7 @@ pub fn inject(
     let mut built = Built::default();
     let mut fresh: Vec<Cow<'_, HashEntries>> = Vec::with_capacity(matched.len());
     for set in matched {
-        names.insert(set.name().to_owned());
+        names.push(Cow::Borrowed(set.name()));
         let mut sidecar_list: Vec<&str> = Vec::new();
         let mut injected_any = false;
         for ic in &set.spec.init_containers {
@@ -1118,7 +1194,7 @@ fn apply(
     options: InjectOptions<'_>,
     [hashes, hashes_without_image]: [(String, Box<str>); 2],
     work_map: BTreeMap<String, String>,
-    names: BTreeSet<String>,
+    mut names: Vec<Cow<'_, str>>,
 ) {
     let Built {
         mut init_containers,
@@ -1184,9 +1260,11 @@ fn apply(
     ] {
         annotations.insert(key.into(), Value::String(text.clone()));
     }
+    names.sort_unstable();
+    names.dedup();
     annotations.insert(
         INJECTED_LIST_ANNOTATION.into(),
-        Value::String(names.into_iter().collect::<Vec<_>>().join(",")),
+        Value::String(names.join(",")),
     );
     if !work_map.is_empty() {
         annotations.insert(

@@ -13,7 +13,6 @@
 pub mod calculator;
 mod re2;
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
@@ -21,7 +20,7 @@ use serde_json::{Map, Value};
 use self::calculator::Value as CalcValue;
 use crate::api::sidecarset::SidecarContainer;
 use crate::quantity::{Format, Quantity};
-use crate::sidecarset::inject::PodContainers;
+use crate::sidecarset::inject::{PodContainers, SidecarNames};
 
 /// Compiles `targetContainersNameRegex` as Go's `regexp.Compile` does (RE2 syntax, unanchored matching).
 ///
@@ -61,7 +60,7 @@ pub fn validate_expression(expr: &str, variable: &str) -> Result<(), String> {
 /// `decoding container <name> resources: <quantity error>`.
 pub fn apply(
     sidecar: &SidecarContainer,
-    all_sidecar_names: &BTreeSet<String>,
+    all_sidecar_names: &SidecarNames<'_>,
     pod: PodContainers<'_>,
 ) -> Result<Option<Value>, String> {
     let Some(policy) = sidecar
@@ -280,7 +279,7 @@ impl Target {
 fn target_containers(
     pod: PodContainers<'_>,
     regex: &str,
-    sidecars: &BTreeSet<String>,
+    sidecars: &SidecarNames<'_>,
 ) -> Result<Vec<Target>, String> {
     let pattern = compile_regex(regex).map_err(|e| {
         format!(

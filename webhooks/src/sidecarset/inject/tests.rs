@@ -15,7 +15,7 @@ fn opts() -> InjectOptions<'static> {
 
 fn no_resources(
     _: &SidecarContainer,
-    _: &BTreeSet<String>,
+    _: &SidecarNames<'_>,
     _: PodContainers<'_>,
 ) -> Result<Option<Value>, String> {
     Err("resourcesPolicy must not be consulted here".into())
@@ -855,5 +855,57 @@ fn shared_mounts_and_transferred_envs_are_copied_as_received() {
     assert_eq!(
         sidecar["env"],
         json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "E", "value": "vé"}])
+    );
+}
+
+/// A sidecar that takes nothing from the pod is written once per SidecarSet and shared by every pod's patch;
+/// one that takes something (here a transferred env, present in one pod only) is written per pod, and as the
+/// shared one when the pod gives it nothing.
+#[test]
+fn a_sidecar_taking_nothing_from_the_pod_is_written_once_and_shared() {
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [
+            {"name": "plain", "image": "i", "shareVolumePolicy": {"type": "disabled"}, "env": [{"name": "A", "value": "1"}]},
+            {"name": "takes", "image": "i", "transferEnv": [{"sourceContainerName": "nginx", "envName": "hello1"}]}]}),
+    );
+    let inject_into = |pod: &Value| {
+        let text = pod.to_string();
+        let mut doc = RawPod::parse_str(&text).unwrap();
+        let original = doc.pod.clone();
+        inject(&mut doc, std::slice::from_ref(&set), opts(), &no_resources).unwrap();
+        let ops = doc.into_patch(&original);
+        let added = |name: &str| {
+            ops.iter()
+                .filter_map(crate::patch::Op::value)
+                .find(|v| v.to_value()["name"] == name)
+                .cloned()
+                .unwrap()
+        };
+        (added("plain"), added("takes"))
+    };
+    let with_env = pod();
+    let mut without_env = pod();
+    without_env["spec"]["containers"][0]["env"] = json!([]);
+    let (plain_1, takes_1) = inject_into(&with_env);
+    let (plain_2, takes_2) = inject_into(&without_env);
+    let (Json::Shared(a), Json::Shared(b)) = (&plain_1, &plain_2) else {
+        panic!("written once and shared: {plain_1:?} {plain_2:?}")
+    };
+    assert!(Arc::ptr_eq(a, b));
+    assert_eq!(
+        plain_1.to_value(),
+        json!({"name": "plain", "image": "i", "env": [{"name": "A", "value": "1"}, {"name": "IS_INJECTED", "value": "true"}]})
+    );
+    assert!(matches!(takes_1, Json::Text(_)), "{takes_1:?}");
+    assert_eq!(
+        takes_1.to_value()["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "hello1", "value": "world1"}])
+    );
+    assert!(matches!(takes_2, Json::Shared(_)), "{takes_2:?}");
+    assert_eq!(
+        takes_2.to_value()["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"}])
     );
 }

@@ -283,8 +283,8 @@ fn pod(init: Vec<Value>, containers: Vec<Value>) -> Value {
            "spec": {"initContainers": init, "containers": containers}})
 }
 
-fn names(list: &[&str]) -> BTreeSet<String> {
-    list.iter().map(|s| (*s).to_owned()).collect()
+fn names<'a>(list: &[&'a str]) -> SidecarNames<'a> {
+    list.iter().copied().collect()
 }
 
 /// Runs `f` on the container lists of a pod as the chain reads them.
