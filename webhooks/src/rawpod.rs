@@ -558,12 +558,20 @@ impl<'a> RawPod<'a> {
 
     /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
     pub fn into_patch(self, original: &Value) -> Vec<Op> {
-        // A step that wrote a member kept as text is diffed against that member as received.
+        // A step that wrote a member kept as text is diffed against that member as received. Steps
+        // rarely do: the sections are searched only when one holds a member outside its fields.
+        let sections =
+            [("metadata", METADATA_FIELDS), ("spec", SPEC_FIELDS)].map(|(name, fields)| {
+                let section = self.pod.get(name).and_then(Value::as_object);
+                (
+                    name,
+                    section.filter(|s| s.keys().any(|k| !fields.contains(&k.as_str()))),
+                )
+            });
         let written = |k: &&Kept<'_>| {
-            self.pod
-                .get(k.section)
-                .and_then(Value::as_object)
-                .is_some_and(|s| s.contains_key(&*k.key))
+            sections.iter().any(|(name, section)| {
+                *name == k.section && section.is_some_and(|s| s.contains_key(&*k.key))
+            })
         };
         let mut ops = if !self.kept.iter().any(|k| written(&k)) {
             patch::diff_owned(original, self.pod)
