@@ -201,10 +201,66 @@ fn number(b: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// The tree of text known to be valid JSON: a value of a request [`validate`] accepted, or text this crate
-/// wrote. The parse fails only past serde_json's 128 levels of nesting (no Kubernetes object is that deep;
-/// `validate` follows [`MAX_DEPTH`]), and such a value reads as `null`.
+/// wrote. The parse fails only where serde_json's does on valid JSON, past its 128 levels of nesting (no
+/// Kubernetes object is that deep; `validate` follows [`MAX_DEPTH`]) or on a string that does not decode (a
+/// lone surrogate), and such a value reads as `null`.
 pub(crate) fn valid_tree(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+    tree(text).unwrap_or(serde_json::Value::Null)
+}
+
+/// serde_json's recursion limit: a container that brings it to zero is refused (127 levels are built).
+const TREE_DEPTH: usize = 128;
+
+/// The depth left inside a container opened with `depth` left, unless the limit refuses it.
+fn deeper(depth: usize) -> Option<usize> {
+    depth.checked_sub(1).filter(|&left| left > 0)
+}
+
+/// The tree of valid JSON text, as `serde_json::from_str` builds it (the last of a repeated key stands,
+/// numbers as serde_json reads them), built with the [`Cursor`]: no serde deserializer runs. `None` where
+/// serde_json fails on valid JSON: nesting past its limit, a string that does not decode.
+pub(crate) fn tree(text: &str) -> Option<serde_json::Value> {
+    let mut c = Cursor::new(text, &[]);
+    tree_at(&mut c, TREE_DEPTH)
+}
+
+fn tree_at(c: &mut Cursor<'_>, depth: usize) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    Some(match c.peek()? {
+        b'{' => {
+            let depth = deeper(depth)?;
+            c.i += 1;
+            let mut map = serde_json::Map::new();
+            while c.peek() == Some(b'"') {
+                let key = c.string()??;
+                c.peek();
+                c.i += 1; // the `:`
+                let value = tree_at(c, depth)?;
+                map.insert(key.into_owned(), value);
+                c.separator();
+            }
+            c.i += 1; // the `}`
+            Value::Object(map)
+        }
+        b'[' => {
+            let depth = deeper(depth)?;
+            c.i += 1;
+            let mut items = Vec::new();
+            while c.peek().is_some_and(|b| b != b']') {
+                items.push(tree_at(c, depth)?);
+                c.separator();
+            }
+            c.i += 1; // the `]`
+            Value::Array(items)
+        }
+        b'"' => Value::String(c.string()??.into_owned()),
+        b't' | b'f' | b'n' => match c.value() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => Value::Null,
+        },
+        _ => Value::Number(c.value().parse().ok()?),
+    })
 }
 
 /// The index just past the string whose opening quote is at `open`, and whether it has an escape.
@@ -519,6 +575,52 @@ mod tests {
         assert_eq!(with, [("d".to_owned(), r#"{"e":[[{}]]}"#.to_owned())]);
     }
 
+    /// The tree built with the cursor is serde_json's, value for value; where serde_json fails on valid JSON
+    /// (nesting, lone surrogates), it fails too.
+    fn assert_tree_as_serde(text: &str) {
+        assert!(is_valid(text), "{text:?}");
+        let serde: Option<serde_json::Value> = serde_json::from_str(text).ok();
+        assert_eq!(tree(text), serde, "{text:?}");
+    }
+
+    #[test]
+    fn trees_are_serdes() {
+        for text in [
+            "null",
+            " true ",
+            "false",
+            "0",
+            "-0",
+            "-12",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775809",
+            "1.5",
+            "-1.5e3",
+            "1E+400",
+            "5e-324",
+            "0.1000000000000000055511151231257827",
+            r#""""#,
+            r#""x\"y\u00e9\n\ud83d\ude00""#,
+            r#""\ud800""#,
+            r#""\udc00x""#,
+            "{}",
+            "[]",
+            r#"{"a":1,"b":[true,null,{"c":"d"}],"a":2}"#,
+            r#" { "k\u0041" : [ 1 , { } , [ ] ] , "z" : "" } "#,
+            r#"{"\ud800":1}"#,
+            r#"[{"a":[{"b":{}}]},"s",-0.0]"#,
+        ] {
+            assert_tree_as_serde(text);
+        }
+        for depth in [126, 127, 128, 129, 200] {
+            let arrays = "[".repeat(depth) + &"]".repeat(depth);
+            assert_tree_as_serde(&arrays);
+            let objects = r#"{"a":"#.repeat(depth) + "1" + &"}".repeat(depth);
+            assert_tree_as_serde(&objects);
+        }
+    }
+
     fn json_text() -> impl Strategy<Value = String> {
         let token = prop::sample::select(vec![
             "{", "}", "[", "]", ",", ":", "\"", "\"k\"", "\"v\"", "\\", "\\u00e9", "\\n", "0", "1",
@@ -548,6 +650,17 @@ mod tests {
             bytes[at] = with;
             let damaged = String::from_utf8(bytes).expect("ASCII stays UTF-8");
             prop_assert_eq!(is_valid(&damaged), serde_accepts(&damaged), "{:?}", damaged);
+            if is_valid(&damaged) {
+                assert_tree_as_serde(&damaged);
+            }
+        }
+
+        /// Any valid text of JSON's own characters: the tree is serde_json's.
+        #[test]
+        fn trees_agree_with_serde(text in json_text()) {
+            if is_valid(&text) {
+                assert_tree_as_serde(&text);
+            }
         }
     }
 }

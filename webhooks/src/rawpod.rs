@@ -417,8 +417,12 @@ pub struct RawPod<'a> {
     literals: Vec<(String, Box<str>)>,
 }
 
+/// The tree of a member of the pod (valid JSON); where it cannot be built, serde_json's message.
 fn value(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    crate::json::tree(text).ok_or_else(|| match serde_json::from_str::<Value>(text) {
+        Err(e) => e.to_string(),
+        Ok(_) => "invalid JSON value".to_owned(),
+    })
 }
 
 impl<'a> RawPod<'a> {
