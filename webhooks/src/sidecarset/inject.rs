@@ -75,25 +75,27 @@ pub struct PodContainers<'p> {
 /// The `resources` a sidecar container's `resourcesPolicy` (§5) gives it (`None`: no policy), given the names
 /// of every container of every matched SidecarSet and the pod's containers. Supplied by the caller so this
 /// module stays independent of the calculator.
-pub type ResourcesPolicyFn<'a> = &'a dyn Fn(
-    &SidecarContainer,
-    &SidecarNames<'_>,
-    PodContainers<'_>,
-) -> Result<Option<Value>, String>;
+pub type ResourcesPolicyFn<'a> =
+    &'a dyn Fn(&SidecarContainer, &NameSet<'_>, PodContainers<'_>) -> Result<Option<Value>, String>;
 
 /// A set of names, few: a sorted list without repeats, searched by bisection (a pod create runs no map code
 /// for it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SidecarNames<'a>(Vec<&'a str>);
+pub struct NameSet<'a>(Vec<&'a str>);
 
-impl SidecarNames<'_> {
+impl<'a> NameSet<'a> {
     /// Whether `name` is one of them.
     pub fn contains(&self, name: &str) -> bool {
         self.0.binary_search(&name).is_ok()
     }
+
+    /// The names, in byte order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.0.iter().copied()
+    }
 }
 
-impl<'a> FromIterator<&'a str> for SidecarNames<'a> {
+impl<'a> FromIterator<&'a str> for NameSet<'a> {
     fn from_iter<I: IntoIterator<Item = &'a str>>(names: I) -> Self {
         let mut names: Vec<&'a str> = names.into_iter().collect();
         names.sort_unstable();
@@ -584,7 +586,7 @@ fn transfer_envs<'l>(
     let mut out = Vec::new();
     for t in &sidecar.view.transfer_env {
         // In byte order, as OpenKruise's set of names gives them.
-        let names: SidecarNames<'_> = t
+        let names: NameSet<'_> = t
             .env_names
             .iter()
             .chain(Some(&t.env_name).filter(|n| !n.is_empty()))
@@ -602,7 +604,7 @@ fn transfer_envs<'l>(
                 None => continue,
             },
         };
-        for &name in &names.0 {
+        for name in names.iter() {
             let found = containers
                 .iter()
                 .filter(|c| c.name() == source && c.may_contain("env", name))
@@ -738,7 +740,7 @@ fn build_container<'s, 'p>(
     source: Source<'p, '_>,
     volumes: &'s [Value],
     injected_volumes: &mut Vec<&'s Value>,
-    (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &SidecarNames<'_>),
+    (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &NameSet<'_>),
 ) -> Result<Sidecar<'s, 'p>, InjectError> {
     // The lists read here are not among Kruise's own fields: as injected.
     let c = sidecar.raw();
@@ -1064,7 +1066,7 @@ pub fn inject(
         .flat_map(|v| v.split(','))
         .map(|name| Cow::Owned(name.to_owned()))
         .collect();
-    let all_sidecar_names: SidecarNames<'_> = matched
+    let all_sidecar_names: NameSet<'_> = matched
         .iter()
         .flat_map(|s| s.spec.init_containers.iter().chain(&s.spec.containers))
         .map(|c| c.view.name.as_str())

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use self::calculator::Value as CalcValue;
 use crate::api::sidecarset::SidecarContainer;
 use crate::quantity::{Format, Quantity};
-use crate::sidecarset::inject::{PodContainers, SidecarNames};
+use crate::sidecarset::inject::{NameSet, PodContainers};
 
 /// Compiles `targetContainersNameRegex` as Go's `regexp.Compile` does (RE2 syntax, unanchored matching).
 ///
@@ -60,7 +60,7 @@ pub fn validate_expression(expr: &str, variable: &str) -> Result<(), String> {
 /// `decoding container <name> resources: <quantity error>`.
 pub fn apply(
     sidecar: &SidecarContainer,
-    all_sidecar_names: &SidecarNames<'_>,
+    all_sidecar_names: &NameSet<'_>,
     pod: PodContainers<'_>,
 ) -> Result<Option<Value>, String> {
     let Some(policy) = sidecar
@@ -279,7 +279,7 @@ impl Target {
 fn target_containers(
     pod: PodContainers<'_>,
     regex: &str,
-    sidecars: &SidecarNames<'_>,
+    sidecars: &NameSet<'_>,
 ) -> Result<Vec<Target>, String> {
     let pattern = compile_regex(regex).map_err(|e| {
         format!(

@@ -15,7 +15,7 @@ fn opts() -> InjectOptions<'static> {
 
 fn no_resources(
     _: &SidecarContainer,
-    _: &SidecarNames<'_>,
+    _: &NameSet<'_>,
     _: PodContainers<'_>,
 ) -> Result<Option<Value>, String> {
     Err("resourcesPolicy must not be consulted here".into())

@@ -283,7 +283,7 @@ fn pod(init: Vec<Value>, containers: Vec<Value>) -> Value {
            "spec": {"initContainers": init, "containers": containers}})
 }
 
-fn names<'a>(list: &[&'a str]) -> SidecarNames<'a> {
+fn names<'a>(list: &[&'a str]) -> NameSet<'a> {
     list.iter().copied().collect()
 }
 
