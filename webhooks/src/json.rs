@@ -300,6 +300,9 @@ pub(crate) fn string_value(text: &str) -> Option<Cow<'_, str>> {
     }
 }
 
+/// What [`Cursor::object`] calls for each member: the cursor at its value, and its key.
+type Member<'f, 'a> = dyn FnMut(&mut Cursor<'a>, Cow<'a, str>) -> Result<(), String> + 'f;
+
 /// Structural reading of text known to be valid JSON ([`validate`] accepted it): where values start and
 /// end, in one pass, without building them.
 pub(crate) struct Cursor<'a> {
@@ -420,6 +423,15 @@ impl<'a> Cursor<'a> {
         &mut self,
         mut each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>,
     ) -> Option<Result<(), String>> {
+        self.object_with(&mut each)
+    }
+
+    /// [`Cursor::object`] compiled once for every caller (a review's decoding and a pod's steps read objects
+    /// at a dozen places): the caller's code is called through a pointer, so the member loop, with the
+    /// string and whitespace scans it inlines, stays one piece of code that the first reader brings into
+    /// the instruction cache for the others.
+    #[inline(never)]
+    fn object_with(&mut self, each: &mut Member<'_, 'a>) -> Option<Result<(), String>> {
         if self.peek() != Some(b'{') {
             return None;
         }
