@@ -79,28 +79,39 @@ pub type ResourcesPolicyFn<'a> =
     &'a dyn Fn(&SidecarContainer, &NameSet<'_>, PodContainers<'_>) -> Result<Option<Value>, String>;
 
 /// A set of names, few: a sorted list without repeats, searched by bisection (a pod create runs no map code
-/// for it).
+/// for it). Names are borrowed, or owned where they were decoded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NameSet<'a>(Vec<&'a str>);
+pub struct NameSet<'a>(Vec<Cow<'a, str>>);
 
-impl<'a> NameSet<'a> {
+impl NameSet<'_> {
     /// Whether `name` is one of them.
     pub fn contains(&self, name: &str) -> bool {
-        self.0.binary_search(&name).is_ok()
+        self.0.binary_search_by(|n| (**n).cmp(name)).is_ok()
     }
 
     /// The names, in byte order.
-    pub fn iter(&self) -> impl Iterator<Item = &'a str> + '_ {
-        self.0.iter().copied()
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|n| &**n)
+    }
+
+    /// The names in byte order, joined by `separator`.
+    fn join(&self, separator: &str) -> String {
+        self.0.join(separator)
+    }
+}
+
+impl<'a> FromIterator<Cow<'a, str>> for NameSet<'a> {
+    fn from_iter<I: IntoIterator<Item = Cow<'a, str>>>(names: I) -> Self {
+        let mut names: Vec<Cow<'a, str>> = names.into_iter().collect();
+        names.sort_unstable();
+        names.dedup();
+        Self(names)
     }
 }
 
 impl<'a> FromIterator<&'a str> for NameSet<'a> {
     fn from_iter<I: IntoIterator<Item = &'a str>>(names: I) -> Self {
-        let mut names: Vec<&'a str> = names.into_iter().collect();
-        names.sort_unstable();
-        names.dedup();
-        Self(names)
+        names.into_iter().map(Cow::Borrowed).collect()
     }
 }
 
@@ -1059,12 +1070,13 @@ pub fn inject(
     let mut work_map: BTreeMap<String, String> = annotation(pod, WORKING_HOT_UPGRADE_ANNOTATION)
         .and_then(|v| serde_json::from_str(v).ok())
         .unwrap_or_default();
-    // The injected list: the names it had, and those of `matched` (sorted and deduplicated in `apply`).
-    let mut names: Vec<Cow<'_, str>> = annotation(pod, INJECTED_LIST_ANNOTATION)
+    // The injected list: the names it had, and those of `matched`.
+    let names: NameSet<'_> = annotation(pod, INJECTED_LIST_ANNOTATION)
         .filter(|v| !v.is_empty())
         .into_iter()
         .flat_map(|v| v.split(','))
         .map(|name| Cow::Owned(name.to_owned()))
+        .chain(matched.iter().map(|set| Cow::Borrowed(set.name())))
         .collect();
     let all_sidecar_names: NameSet<'_> = matched
         .iter()
@@ -1080,7 +1092,6 @@ pub fn inject(
     let mut built = Built::default();
     let mut fresh: Vec<Cow<'_, HashEntries>> = Vec::with_capacity(matched.len());
     for set in matched {
-        names.push(Cow::Borrowed(set.name()));
         let mut sidecar_list: Vec<&str> = Vec::new();
         let mut injected_any = false;
         for ic in &set.spec.init_containers {
@@ -1196,7 +1207,7 @@ fn apply(
     options: InjectOptions<'_>,
     [hashes, hashes_without_image]: [(String, Box<str>); 2],
     work_map: BTreeMap<String, String>,
-    mut names: Vec<Cow<'_, str>>,
+    names: NameSet<'_>,
 ) {
     let Built {
         mut init_containers,
@@ -1262,8 +1273,6 @@ fn apply(
     ] {
         annotations.insert(key.into(), Value::String(text.clone()));
     }
-    names.sort_unstable();
-    names.dedup();
     annotations.insert(
         INJECTED_LIST_ANNOTATION.into(),
         Value::String(names.join(",")),
