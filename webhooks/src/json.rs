@@ -229,6 +229,8 @@ fn tree_at(c: &mut Cursor<'_>, depth: usize) -> Option<serde_json::Value> {
     Some(match c.peek()? {
         b'{' => {
             let depth = deeper(depth)?;
+            // The members are read here, not with `Cursor::object`: that one reads a key that does not
+            // decode as `""`, where the tree must fail as serde does.
             c.i += 1;
             let mut map = serde_json::Map::new();
             while c.peek() == Some(b'"') {

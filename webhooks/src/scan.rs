@@ -168,8 +168,9 @@ mod tests {
 
     type Search = fn(&[u8], usize) -> usize;
 
-    /// Every search, on texts of every length below 40 (the sixteen-byte, eight-byte and byte steps) with one stop at every offset, from every start:
-    /// the bytes before the stop are near misses (one bit off a stop, 0x20, 0x7F, non-ASCII).
+    /// Every search, on texts of every length below 40 (the sixteen-byte, eight-byte and byte steps) with
+    /// one stop at every offset, from every start: the bytes before the stop are near misses (one bit off a
+    /// stop, 0x20, 0x7F, non-ASCII).
     #[test]
     fn stops_are_found_at_every_offset_and_near_misses_are_not_stops() {
         let cases: [(Search, &[u8], &[u8]); 3] = [
