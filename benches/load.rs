@@ -226,21 +226,17 @@ async fn drive(
 }
 
 impl Outcome {
-    /// Adds a round's measurements.
-    fn add(&mut self, round: Outcome) {
-        let first = self.elapsed.is_zero();
+    /// Two rounds' measurements as one (CPU and steal only when read in both).
+    fn merged(mut self, round: Outcome) -> Self {
         self.latencies.extend(round.latencies);
         self.errors += round.errors;
         self.elapsed += round.elapsed;
-        if first {
-            (self.cpu, self.steal) = (round.cpu, round.steal);
-        } else {
-            self.cpu = self.cpu.zip(round.cpu).map(|(a, b)| a + b);
-            self.steal = self
-                .steal
-                .zip(round.steal)
-                .map(|(a, b)| (a.0 + b.0, a.1 + b.1));
-        }
+        self.cpu = self.cpu.zip(round.cpu).map(|(a, b)| a + b);
+        self.steal = self
+            .steal
+            .zip(round.steal)
+            .map(|(a, b)| (a.0 + b.0, a.1 + b.1));
+        self
     }
 
     fn requests(&self) -> usize {
@@ -251,8 +247,8 @@ impl Outcome {
         self.requests() as f64 / self.elapsed.as_secs_f64()
     }
 
-    fn percentile(&mut self, p: f64) -> Duration {
-        self.latencies.sort_unstable();
+    /// The latency at `p` (0-1) of the latencies, sorted first.
+    fn percentile(&self, p: f64) -> Duration {
         let n = self.latencies.len();
         self.latencies
             .get(((n as f64 * p) as usize).min(n.saturating_sub(1)))
@@ -268,6 +264,7 @@ impl Outcome {
 }
 
 fn report(name: &str, o: &mut Outcome) {
+    o.latencies.sort_unstable();
     let (p50, p99) = (o.percentile(0.50), o.percentile(0.99));
     let cpu = o
         .cpu_per_request()
@@ -374,14 +371,17 @@ fn main() {
         );
         // Alternating rounds: both servers see the machine in the same states (its speed swings within
         // seconds); each round reopens its connections, outside the measured time.
-        let (mut ours, mut baseline) = (Outcome::default(), Outcome::default());
+        let mut rounds: [Vec<Outcome>; 2] = Default::default();
         let slice = load.duration / load.rounds;
         for round in 0..load.rounds {
             let warmup = if round == 0 { load.warmup } else { load.warmup / 4 };
-            for (outcome, port) in [(&mut ours, server.tls_addr().port()), (&mut baseline, noop_addr.port())] {
-                outcome.add(drive(port, request.clone(), tls.clone(), load.connections, (warmup, slice)).await);
+            for (outcomes, port) in rounds.iter_mut().zip([server.tls_addr().port(), noop_addr.port()]) {
+                outcomes.push(drive(port, request.clone(), tls.clone(), load.connections, (warmup, slice)).await);
             }
         }
+        // `load.rounds` is at least one.
+        let [mut ours, mut baseline] =
+            rounds.map(|outcomes| outcomes.into_iter().reduce(Outcome::merged).unwrap_or_default());
         report("kruise-webhook", &mut ours);
         if noop_spin.is_zero() {
             report("no-op rustls/axum handler", &mut baseline);
