@@ -327,14 +327,21 @@ pub fn diff(from: &Value, to: &Value) -> Vec<Op> {
 
 /// [`diff`] that moves what it adds out of `to` instead of copying it.
 pub fn diff_owned(from: &Value, to: Value) -> Vec<Op> {
-    let mut differ = Differ {
-        path: Vec::new(),
-        ops: Vec::new(),
-    };
+    let mut ops = Vec::new();
+    diff_at(&mut ops, &[], from, to);
+    ops
+}
+
+/// Appends to `ops` the operations of [`diff_owned`] between two values at `at` in a document.
+pub(crate) fn diff_at<'a>(ops: &mut Vec<Op>, at: &[Step<'a>], from: &'a Value, to: Value) {
     if *from != to {
+        let mut differ = Differ {
+            path: at.to_vec(),
+            ops: std::mem::take(ops),
+        };
         differ.value(from, to);
+        *ops = differ.ops;
     }
-    differ.ops
 }
 
 /// The patch as JSON bytes.

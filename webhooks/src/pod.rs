@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::FeatureGates;
 use crate::json::{Cursor, string_value};
-use crate::rawpod::{RawPod, at, elements_of};
+use crate::rawpod::{RawPod, Section, elements_of};
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
@@ -38,14 +38,12 @@ pub struct PodContext<'a> {
 
 /// Checks the shape the chain edits, as decoding into a Pod would (a failure is a 400). `metadata` and
 /// `spec` being objects (or null) and the raw lists were checked by [`RawPod::parse`].
-fn check_shape(pod: &Value) -> Result<(), String> {
-    if let Some(spec) = pod.get("spec").and_then(Value::as_object) {
-        for list in ["readinessGates", "imagePullSecrets"] {
-            match spec.get(list) {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(items)) if items.iter().all(Value::is_object) => {}
-                Some(_) => return Err(format!("spec.{list}: expected a list of objects")),
-            }
+fn check_shape(doc: &RawPod<'_>) -> Result<(), String> {
+    for list in ["readinessGates", "imagePullSecrets"] {
+        match doc.get(Section::Spec, list) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) if items.iter().all(Value::is_object) => {}
+            Some(_) => return Err(format!("spec.{list}: expected a list of objects")),
         }
     }
     Ok(())
@@ -53,11 +51,11 @@ fn check_shape(pod: &Value) -> Result<(), String> {
 
 /// The pod's labels (none when absent or null), checked to be a map of strings as decoding into a Pod
 /// would (a failure is a 400). Read from their text as received: no step writes them (they are not among
-/// the members [`RawPod`] builds), and they are read before any step runs.
+/// [`crate::rawpod::TREE_FIELDS`]), and they are read before any step runs.
 fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
     let bad = || "metadata.labels: expected a map of strings".to_owned();
     let mut labels = BTreeMap::new();
-    let Some(text) = doc.received("metadata", "labels") else {
+    let Some(text) = doc.received(Section::Metadata, "labels") else {
         return Ok(labels);
     };
     let mut cursor = Cursor::new(text, &[]);
@@ -76,7 +74,7 @@ fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
 /// Whether the pod's controller is a Kruise workload: a controller owner reference whose apiVersion is in
 /// the group `apps.kruise.io`. Read from the references' text as received (no step writes them).
 fn owned_by_kruise(doc: &RawPod<'_>) -> bool {
-    doc.received("metadata", "ownerReferences")
+    doc.received(Section::Metadata, "ownerReferences")
         .into_iter()
         .flat_map(elements_of)
         .any(|r| {
@@ -95,37 +93,46 @@ fn readiness_gate(doc: &mut RawPod<'_>, req: &AdmissionRequest, gates: &FeatureG
     if req.operation != Operation::Create {
         return;
     }
-    let owned_by_kruise = owned_by_kruise(doc);
-    let pod = &mut doc.pod;
-    if !owned_by_kruise && !gates.enabled("KruisePodReadinessGate") {
+    if !owned_by_kruise(doc) && !gates.enabled("KruisePodReadinessGate") {
         return;
     }
-    let Some(spec) = pod
-        .as_object_mut()
-        .and_then(|p| p.entry("spec").or_insert_with(|| json!({})).as_object_mut())
-    else {
-        return;
-    };
-    let gates_list = spec.entry("readinessGates").or_insert_with(|| json!([]));
-    if gates_list.is_null() {
-        *gates_list = json!([]);
-    }
-    if let Some(list) = gates_list.as_array_mut()
-        && !list
-            .iter()
+    let has_gate = |list: &[Value]| {
+        list.iter()
             .any(|g| g.get("conditionType").and_then(Value::as_str) == Some(KRUISE_POD_READY))
+    };
+    // Checked to be a list (or null) by `check_shape`.
+    if let Some(Value::Array(list)) = doc.get(Section::Spec, "readinessGates")
+        && has_gate(list)
     {
+        return;
+    }
+    let gates_list = doc.edit(Section::Spec, "readinessGates");
+    if !matches!(gates_list, Some(Value::Array(_))) {
+        *gates_list = Some(json!([]));
+    }
+    if let Some(Value::Array(list)) = gates_list {
         list.push(json!({"conditionType": KRUISE_POD_READY}));
     }
 }
 
-fn is_active(pod: &Value) -> bool {
-    let phase = at(pod, &["status", "phase"])
+/// The string member `key` of the pod's metadata (`""` when absent or not a string).
+pub(crate) fn metadata_str<'d>(doc: &'d RawPod<'_>, key: &str) -> &'d str {
+    doc.get(Section::Metadata, key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn is_active(doc: &RawPod<'_>) -> bool {
+    let phase = doc
+        .get(Section::Top, "status")
+        .and_then(|s| s.get("phase"))
         .and_then(Value::as_str)
         .unwrap_or("");
     phase != "Succeeded"
         && phase != "Failed"
-        && at(pod, &["metadata", "deletionTimestamp"]).is_none_or(Value::is_null)
+        && doc
+            .get(Section::Metadata, "deletionTimestamp")
+            .is_none_or(Value::is_null)
 }
 
 /// Step 3: SidecarSet injection (spec/sidecarset.md §4.2-4.8).
@@ -137,12 +144,10 @@ fn sidecarset_step(
     ctx: &PodContext<'_>,
 ) -> Result<(), WebhookError> {
     // §4.10: UPDATE ends with no change in OpenKruise's default control.
-    let pod = &doc.pod;
-    if req.operation != Operation::Create || !is_active(pod) {
+    if req.operation != Operation::Create || !is_active(doc) {
         return Ok(());
     }
-    let namespace = at(pod, &["metadata", "namespace"])
-        .and_then(Value::as_str)
+    let namespace = Some(metadata_str(doc, "namespace"))
         .filter(|n| !n.is_empty())
         .unwrap_or("default")
         .to_owned();
@@ -201,33 +206,21 @@ pub fn mutate(
         return Err(WebhookError::Decode("there is no content to decode".into()));
     };
     let mut doc = RawPod::parse(raw).map_err(WebhookError::Decode)?;
-    check_shape(&doc.pod).map_err(WebhookError::Decode)?;
+    check_shape(&doc).map_err(WebhookError::Decode)?;
     let labels = pod_labels(&doc).map_err(WebhookError::Decode)?;
-    // The namespace is filled in before the snapshot, so it never appears in the patch (§3 step 2).
-    if at(&doc.pod, &["metadata", "namespace"])
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
+    // The namespace is filled in as received, so it never appears in the patch (§3 step 2).
+    if metadata_str(&doc, "namespace").is_empty()
         && let Some(ns) = req.namespace.as_deref().filter(|n| !n.is_empty())
     {
-        let meta = doc
-            .pod
-            .as_object_mut()
-            .expect("checked")
-            .entry("metadata")
-            .or_insert_with(|| json!({}));
-        if meta.is_null() {
-            *meta = json!({});
-        }
-        meta["namespace"] = Value::String(ns.to_owned());
+        doc.fill_namespace(ns);
     }
-    let original = doc.pod.clone();
     readiness_gate(&mut doc, req, ctx.gates); // 1
     // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
     sidecarset_step(&mut doc, &labels, req, view, ctx)?; // 3
     // 4: container launch priority, 5: PUB related-pub, 6: PersistentPodState, 7: enhanced liveness probe,
     // 8: PodProbeMarker on serverless — owned by later issues; no-ops here.
     let mut verdict = Verdict::allow();
-    verdict.patch = doc.into_patch(&original);
+    verdict.patch = doc.into_patch();
     Ok(verdict)
 }
 

@@ -1,21 +1,21 @@
 //! A pod as the request carries it, parsed for the mutating chain.
 //!
-//! Everything is a `serde_json::Value` except
-//! - the elements of `spec.containers`, `spec.initContainers` and `spec.volumes` ([`RawList`]), which stay
-//!   raw JSON borrowed from the request, split into members in the same pass, each member parsed when a
-//!   step first reads it ([`RawList::iter`], [`RawContainer::get`]), or its elements read and copied as
-//!   text ([`RawContainer::elements`]);
-//! - the members of `metadata` and `spec` no step of the chain writes or reads as a tree: only those of
-//!   [`METADATA_FIELDS`] and [`SPEC_FIELDS`] are in [`RawPod::pod`]; the others (managedFields, tolerations,
-//!   affinity, labels, ownerReferences, scalars, …) are kept as text, untouched, read from it where a step
-//!   needs them ([`RawPod::received`], [`RawPod::member`]), and come back in [`RawPod::to_value`]. A step
-//!   that writes another field adds it to those lists.
+//! Nothing of the pod is built as a tree up front:
+//! - the members of the pod, of `metadata` and of `spec` are kept as text borrowed from the request, each
+//!   built as a tree when a step first reads it ([`RawPod::get`]; those of [`TREE_FIELDS`] are built as the
+//!   pod is read, so one that cannot be built is refused then). Steps read the others (labels,
+//!   ownerReferences) from their text ([`RawPod::received`]), and write a member as a new value
+//!   ([`RawPod::edit`], [`RawPod::object_mut`]);
+//! - the elements of `spec.containers`, `spec.initContainers` and `spec.volumes` ([`RawList`]) stay raw
+//!   JSON, split into members in the same pass, each member parsed when a step first reads it
+//!   ([`RawList::iter`], [`RawContainer::get`]), or its elements read and copied as text
+//!   ([`RawContainer::elements`]).
 //!
-//! Those parts are most of a pod's bytes, and injection usually needs only the container and volume names,
-//! so a pod create neither builds, clones, diffs nor frees them. A step that changes a list says so with
-//! [`RawList::set`]: the new list as original elements (by index) and new ones. The patch
-//! ([`RawPod::into_patch`]) is a diff of the rest of the pod plus, per list, removals and insertions that
-//! leave untouched elements byte for byte as they came, unknown fields included.
+//! So a pod create neither builds, clones, diffs nor frees what no step touches, which is most of a pod's
+//! bytes. A step that changes a list says so with [`RawList::set`]: the new list as original elements (by
+//! index) and new ones. The patch ([`RawPod::into_patch`]) holds, for each member a step wrote, what changed
+//! from it as received, and per list, removals and insertions that leave untouched elements byte for byte
+//! as they came, unknown fields included.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -34,8 +34,8 @@ enum Presence {
     Absent,
     /// `null`.
     Null,
-    /// A list.
-    List,
+    /// A list (an object for a section).
+    Present,
 }
 
 /// One element of a list a step has rewritten.
@@ -214,7 +214,7 @@ impl<'a> RawList<'a> {
             return Err(format!("spec.{key}: expected a list of objects"));
         }
         c.i += 1;
-        let mut list = Self::new(key, Presence::List);
+        let mut list = Self::new(key, Presence::Present);
         // Room for a few containers of a dozen members each: no regrowth on a usual pod.
         list.elements.reserve(4);
         list.members.reserve(32);
@@ -307,7 +307,7 @@ impl<'a> RawList<'a> {
         let n = self.elements.len();
         let mut kept = vec![false; n];
         let mut last = None;
-        let mut in_order = self.presence == Presence::List;
+        let mut in_order = self.presence == Presence::Present;
         for item in &items {
             if let Item::Original(i) = *item {
                 in_order &= i < n && last.is_none_or(|l| l < i);
@@ -367,46 +367,120 @@ impl<'a> RawList<'a> {
             )),
             (None, Presence::Absent) => None,
             (None, Presence::Null) => Some(Value::Null),
-            (None, Presence::List) => Some(Value::Array(
+            (None, Presence::Present) => Some(Value::Array(
                 self.elements.iter().map(|e| valid_tree(e.text)).collect(),
             )),
         }
     }
 }
 
-/// The member at `path` (keys from the root) of a JSON value. `Value::pointer` without its cost: it unescapes
-/// every token of a pointer into two fresh strings.
-pub fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
-    path.iter().try_fold(value, |v, key| v.get(key))
+/// A part of the pod whose members [`RawPod`] reads and writes one by one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// The pod object itself, but for `metadata` and `spec` (`apiVersion`, `kind`, `status`, …).
+    Top,
+    /// `metadata`.
+    Metadata,
+    /// `spec`, but for the lists kept raw ([`RawPod::containers`], …).
+    Spec,
 }
 
-/// The metadata fields the chain's steps write or read as trees, so the ones [`RawPod::pod`] holds. A field
-/// steps only read may stay text and be read from it ([`RawPod::received`], [`RawPod::member`]):
-/// `ownerReferences` and `labels`, which would otherwise be built, copied, compared and freed on every pod
-/// create. A step that writes one of them adds it here.
-pub const METADATA_FIELDS: &[&str] = &["name", "namespace", "annotations", "deletionTimestamp"];
+impl Section {
+    /// Its key in the pod (`""` for the pod itself).
+    fn key(self) -> &'static str {
+        match self {
+            Self::Top => "",
+            Self::Metadata => "metadata",
+            Self::Spec => "spec",
+        }
+    }
+}
 
-/// The spec fields the chain's steps read or write (besides the lists kept raw), so the ones
-/// [`RawPod::pod`] holds.
-pub const SPEC_FIELDS: &[&str] = &["imagePullSecrets", "readinessGates"];
+/// The members the chain's steps read or write as trees, per section: built when the pod is read, so one
+/// whose tree cannot be built is refused then, with serde_json's message, as decoding the pod would. Others
+/// are built only when a step reads them ([`RawPod::get`]). A step that reads or writes another member adds
+/// it here.
+pub const TREE_FIELDS: [(Section, &[&str]); 3] = [
+    (Section::Top, &["status"]),
+    (
+        Section::Metadata,
+        &["name", "namespace", "annotations", "deletionTimestamp"],
+    ),
+    (Section::Spec, &["imagePullSecrets", "readinessGates"]),
+];
 
-/// A member of `metadata` or `spec` outside [`METADATA_FIELDS`] / [`SPEC_FIELDS`], as text.
+/// A member of the pod, `metadata` or `spec` as received: its text, its tree built on first read.
 #[derive(Debug)]
-struct Kept<'a> {
-    section: &'static str,
+struct Field<'a> {
     key: Cow<'a, str>,
-    text: &'a str,
+    /// Owned only for a member filled in before any step ran ([`RawPod::fill_namespace`]).
+    text: Cow<'a, str>,
+    tree: OnceCell<Value>,
 }
 
-/// The pod of a request: [`RawPod::pod`] holds everything but the three lists and the members of `metadata`
-/// and `spec` outside [`METADATA_FIELDS`] and [`SPEC_FIELDS`].
+impl<'a> Field<'a> {
+    fn new(key: Cow<'a, str>, text: &'a str) -> Self {
+        Self {
+            key,
+            text: Cow::Borrowed(text),
+            tree: OnceCell::new(),
+        }
+    }
+
+    fn tree(&self) -> &Value {
+        self.tree.get_or_init(|| valid_tree(&self.text))
+    }
+}
+
+/// The members of a section as received.
+#[derive(Debug)]
+struct Part<'a> {
+    presence: Presence,
+    fields: Vec<Field<'a>>,
+}
+
+impl<'a> Part<'a> {
+    fn new(presence: Presence) -> Self {
+        Self {
+            presence,
+            fields: Vec::new(),
+        }
+    }
+
+    /// The member `key` (the last one when the key is written twice, as decoding does).
+    fn field(&self, key: &str) -> Option<&Field<'a>> {
+        self.fields.iter().rev().find(|f| f.key == key)
+    }
+}
+
+/// A member a step wrote: its new value, `None` when the step removed it.
+#[derive(Debug)]
+struct Edit {
+    section: Section,
+    key: &'static str,
+    value: Option<Value>,
+}
+
+impl Edit {
+    /// Its top-level key in the pod: where its operations go in the patch.
+    fn top_key(&self) -> &'static str {
+        match self.section {
+            Section::Top => self.key,
+            section => section.key(),
+        }
+    }
+}
+
+/// The pod of a request, every part of it as received text: the members of the pod, `metadata` and
+/// `spec` each read as a tree when a step first reads it, and written by steps as new values
+/// ([`RawPod::edit`]); the three lists as [`RawList`]s.
 #[derive(Debug)]
 pub struct RawPod<'a> {
-    /// The pod without `spec.containers`, `spec.initContainers`, `spec.volumes`, and the members of
-    /// `metadata` and `spec` outside [`METADATA_FIELDS`] and [`SPEC_FIELDS`].
-    pub pod: Value,
-    /// The members of `metadata` and `spec` outside [`METADATA_FIELDS`] and [`SPEC_FIELDS`], in order.
-    kept: Vec<Kept<'a>>,
+    top: Part<'a>,
+    metadata: Part<'a>,
+    spec: Part<'a>,
+    /// The members steps wrote, in the order they first wrote them.
+    edits: Vec<Edit>,
     /// `spec.initContainers`.
     pub init_containers: RawList<'a>,
     /// `spec.containers`.
@@ -429,68 +503,80 @@ impl<'a> RawPod<'a> {
     /// Reads the pod of a request (a [`RawJson`], so known to be valid JSON).
     ///
     /// # Errors
-    /// A message when it is not an object, its spec is neither an object nor null, or a container list is
-    /// not a list of objects with string names.
+    /// A message when it is not an object, its metadata or spec is neither an object nor null, a container
+    /// list is not a list of objects with string names, or a member of [`TREE_FIELDS`] has no tree.
     pub fn parse(raw: &'a RawJson) -> Result<Self, String> {
         Self::parse_valid(raw.cursor())
     }
 
     /// [`RawPod::parse`] of text [`crate::json::validate`] accepted.
     fn parse_valid(mut cursor: Cursor<'a>) -> Result<Self, String> {
-        let mut top = Map::new();
         let absent = || {
             ["initContainers", "containers", "volumes"].map(|k| RawList::new(k, Presence::Absent))
         };
         let mut lists = absent();
-        let mut kept: Vec<Kept<'a>> = Vec::with_capacity(16);
+        let mut top = Part::new(Presence::Present);
+        top.fields.reserve(4);
+        let mut sections = [Part::new(Presence::Absent), Part::new(Presence::Absent)];
         cursor
             .object(|c, key| {
-                let (section, fields): (&'static str, &[&str]) = match &*key {
-                    "metadata" => ("metadata", METADATA_FIELDS),
-                    "spec" => ("spec", SPEC_FIELDS),
+                let section = match &*key {
+                    "metadata" => Section::Metadata,
+                    "spec" => Section::Spec,
                     _ => {
-                        top.insert(key.into_owned(), value(c.value())?);
+                        top.fields.push(Field::new(key, c.value()));
                         return Ok(());
                     }
                 };
                 // A section written twice: the last one stands, as when decoding.
-                kept.retain(|k| k.section != section);
-                if section == "spec" {
+                let part = &mut sections[usize::from(section == Section::Spec)];
+                if section == Section::Spec {
                     lists = absent();
                 }
                 if c.null() {
-                    top.insert(section.into(), Value::Null);
+                    *part = Part::new(Presence::Null);
                     return Ok(());
                 }
-                let mut parsed = Map::new();
+                *part = Part::new(Presence::Present);
+                part.fields.reserve(16);
                 c.object(|c, key| {
-                    let list = lists.iter_mut().find(|l| section == "spec" && l.key == key);
+                    let list = lists
+                        .iter_mut()
+                        .find(|l| section == Section::Spec && l.key == key);
                     if let Some(list) = list {
                         *list = RawList::read(list.key, c)?;
-                    } else if fields.contains(&&*key) {
-                        parsed.insert(key.into_owned(), value(c.value())?);
                     } else {
-                        let text = c.value();
-                        kept.push(Kept { section, key, text });
+                        part.fields.push(Field::new(key, c.value()));
                     }
                     Ok(())
                 })
-                .ok_or_else(|| format!("{section}: expected an object"))??;
-                top.insert(section.into(), Value::Object(parsed));
+                .ok_or_else(|| format!("{}: expected an object", section.key()))??;
                 Ok(())
             })
             .ok_or(
                 "json: cannot unmarshal into Go value of type v1.Pod: expected a pod object",
             )??;
+        let [metadata, spec] = sections;
         let [init_containers, containers, volumes] = lists;
-        Ok(Self {
-            pod: Value::Object(top),
-            kept,
+        let doc = Self {
+            top,
+            metadata,
+            spec,
+            edits: Vec::new(),
             init_containers,
             containers,
             volumes,
             literals: Vec::new(),
-        })
+        };
+        for (section, keys) in TREE_FIELDS {
+            for field in doc.part(section).fields.iter() {
+                if keys.contains(&&*field.key) {
+                    // Not built before: this is the member's first read.
+                    let _ = field.tree.set(value(&field.text)?);
+                }
+            }
+        }
+        Ok(doc)
     }
 
     /// [`RawPod::parse`] of text that may not be JSON.
@@ -502,54 +588,136 @@ impl<'a> RawPod<'a> {
         Self::parse_valid(Cursor::new(text, &[]))
     }
 
-    /// The whole pod as it stands, lists and kept members included.
-    pub fn to_value(&self) -> Value {
-        let mut pod = self.pod.clone();
-        let lists = [&self.init_containers, &self.containers, &self.volumes]
-            .map(|l| ("spec", l.key, l.current()));
-        // Reversed: with a key written twice, the last one wins, as when reading JSON into a map.
-        let kept = self
-            .kept
+    fn part(&self, section: Section) -> &Part<'a> {
+        match section {
+            Section::Top => &self.top,
+            Section::Metadata => &self.metadata,
+            Section::Spec => &self.spec,
+        }
+    }
+
+    /// The text of the member `key` of `section` as received (the last one when written twice), whatever
+    /// steps wrote since. The lists kept raw are not members here.
+    pub fn received(&self, section: Section, key: &str) -> Option<&str> {
+        self.part(section).field(key).map(|f| &*f.text)
+    }
+
+    /// The tree of the member `key` of `section` as received.
+    fn received_tree(&self, section: Section, key: &str) -> Option<&Value> {
+        self.part(section).field(key).map(Field::tree)
+    }
+
+    /// The member `key` of `section` as it stands: as a step wrote it, or else as received (its tree
+    /// built on this first read).
+    pub fn get(&self, section: Section, key: &str) -> Option<&Value> {
+        match self
+            .edits
             .iter()
-            .rev()
-            .map(|k| (k.section, &*k.key, Some(valid_tree(k.text))));
-        for (section, key, value) in kept.chain(lists) {
-            let Some(value) = value else { continue };
-            if let Some(section) = pod.as_object_mut().map(|p| {
-                p.entry(section)
-                    .or_insert_with(|| Value::Object(Map::new()))
-            }) {
-                if section.is_null() {
-                    *section = Value::Object(Map::new());
-                }
-                if let Some(section) = section.as_object_mut() {
-                    // A kept member a step wrote anyway: the step's value stands.
-                    section.entry(key).or_insert(value);
+            .find(|e| e.section == section && e.key == key)
+        {
+            Some(edit) => edit.value.as_ref(),
+            None => self.received_tree(section, key),
+        }
+    }
+
+    /// The member `key` of `section` to write: `None` when absent (set it to add it, take it to remove
+    /// it). The patch carries what changed from the member as received.
+    pub fn edit(&mut self, section: Section, key: &'static str) -> &mut Option<Value> {
+        let at = match self
+            .edits
+            .iter()
+            .position(|e| e.section == section && e.key == key)
+        {
+            Some(at) => at,
+            None => {
+                let value = self.received_tree(section, key).cloned();
+                self.edits.push(Edit {
+                    section,
+                    key,
+                    value,
+                });
+                self.edits.len() - 1
+            }
+        };
+        &mut self.edits[at].value
+    }
+
+    /// The member `key` of `section` as an object to write into: made an empty one first when it is absent,
+    /// or is not an object.
+    pub fn object_mut(&mut self, section: Section, key: &'static str) -> &mut Map<String, Value> {
+        let member = self.edit(section, key);
+        if !matches!(member, Some(Value::Object(_))) {
+            *member = Some(Value::Object(Map::new()));
+        }
+        member
+            .as_mut()
+            .and_then(Value::as_object_mut)
+            .expect("made an object above")
+    }
+
+    /// Fills in `metadata.namespace` as if the request had carried it (the chain does before any step, so it
+    /// never appears in the patch).
+    pub fn fill_namespace(&mut self, namespace: &str) {
+        let mut text = Vec::with_capacity(namespace.len() + 2);
+        patch::write_str(&mut text, namespace);
+        self.metadata.fields.push(Field {
+            key: Cow::Borrowed("namespace"),
+            text: Cow::Owned(patch::written_text(text).into()),
+            tree: OnceCell::from(Value::String(namespace.to_owned())),
+        });
+    }
+
+    /// The whole pod as it stands, lists included.
+    pub fn to_value(&self) -> Value {
+        let mut pod = Map::new();
+        let section = |part: &Part<'_>, lists: &[&RawList<'_>]| {
+            let mut map = Map::new();
+            for field in &part.fields {
+                map.insert(field.key.clone().into_owned(), field.tree().clone());
+            }
+            for list in lists {
+                if let Some(value) = list.current() {
+                    map.insert(list.key.to_owned(), value);
                 }
             }
+            map
+        };
+        pod.extend(section(&self.top, &[]));
+        let sections = [
+            (Section::Metadata, section(&self.metadata, &[])),
+            (
+                Section::Spec,
+                section(
+                    &self.spec,
+                    &[&self.init_containers, &self.containers, &self.volumes],
+                ),
+            ),
+        ];
+        for (name, map) in sections {
+            let written = self
+                .edits
+                .iter()
+                .any(|e| e.section == name && e.value.is_some());
+            let value = match self.part(name).presence {
+                Presence::Absent if map.is_empty() && !written => continue,
+                Presence::Null if map.is_empty() && !written => Value::Null,
+                _ => Value::Object(map),
+            };
+            pod.insert(name.key().to_owned(), value);
         }
-        pod
-    }
-
-    /// The text of the member `key` of `section` (`metadata`, `spec`) as received, when it is one of those
-    /// kept as text (outside [`METADATA_FIELDS`] / [`SPEC_FIELDS`]; the last one when written twice).
-    pub fn received(&self, section: &str, key: &str) -> Option<&'a str> {
-        self.kept
-            .iter()
-            .rev()
-            .find(|k| k.section == section && k.key == key)
-            .map(|k| k.text)
-    }
-
-    /// The member `key` of `section` as it stands: as a step wrote it into [`RawPod::pod`], or else as
-    /// received, built from its text when it is kept as text.
-    pub fn member(&self, section: &str, key: &str) -> Option<Cow<'_, Value>> {
-        match self.pod.get(section).and_then(|s| s.get(key)) {
-            Some(value) => Some(Cow::Borrowed(value)),
-            None => self
-                .received(section, key)
-                .map(|text| Cow::Owned(valid_tree(text))),
+        for edit in &self.edits {
+            let map = match edit.section {
+                Section::Top => Some(&mut pod),
+                section => pod.get_mut(section.key()).and_then(Value::as_object_mut),
+            };
+            if let Some(map) = map {
+                match &edit.value {
+                    Some(value) => map.insert(edit.key.to_owned(), value.clone()),
+                    None => map.remove(edit.key),
+                };
+            }
         }
+        Value::Object(pod)
     }
 
     /// Records that a step set a string value `plain` whose JSON string literal (quotes included, as
@@ -560,34 +728,34 @@ impl<'a> RawPod<'a> {
         self.literals.push((plain, literal));
     }
 
-    /// The patch from the pod as received (`original` is [`RawPod::pod`] as it was then) to this pod.
-    pub fn into_patch(self, original: &Value) -> Vec<Op> {
-        // A step that wrote a member kept as text is diffed against that member as received. Steps
-        // rarely do: the sections are searched only when one holds a member outside its fields.
-        let sections =
-            [("metadata", METADATA_FIELDS), ("spec", SPEC_FIELDS)].map(|(name, fields)| {
-                let section = self.pod.get(name).and_then(Value::as_object);
-                (
-                    name,
-                    section.filter(|s| s.keys().any(|k| !fields.contains(&k.as_str()))),
-                )
-            });
-        let written = |k: &&Kept<'_>| {
-            sections.iter().any(|(name, section)| {
-                *name == k.section && section.is_some_and(|s| s.contains_key(&*k.key))
-            })
-        };
-        let mut ops = if !self.kept.iter().any(|k| written(&k)) {
-            patch::diff_owned(original, self.pod)
-        } else {
-            let mut original = original.clone();
-            for k in self.kept.iter().filter(written) {
-                if let Some(section) = original.get_mut(k.section).and_then(Value::as_object_mut) {
-                    section.insert(k.key.clone().into_owned(), valid_tree(k.text));
-                }
+    /// The patch from the pod as received (with what was filled in) to this pod: for each member a step
+    /// wrote, what changed in it, in the pod's key order (a section absent or null is added whole), then the
+    /// changes to the lists.
+    pub fn into_patch(mut self) -> Vec<Op> {
+        let mut ops = Vec::new();
+        let mut edits = std::mem::take(&mut self.edits);
+        edits.sort_by(|a, b| (a.top_key(), a.key).cmp(&(b.top_key(), b.key)));
+        let mut edits = edits.into_iter().peekable();
+        // Lists set in a spec that is not there: the spec is added first, in its place among the edits.
+        let mut spec_missing = self.spec.presence != Presence::Present && self.lists_set();
+        loop {
+            if spec_missing && edits.peek().is_none_or(|e| e.top_key() > "spec") {
+                self.whole_section(&mut ops, Section::Spec, Vec::new());
+                spec_missing = false;
             }
-            patch::diff_owned(&original, self.pod)
-        };
+            let Some(edit) = edits.next() else { break };
+            let section = edit.section;
+            if section == Section::Top || self.part(section).presence == Presence::Present {
+                self.member_ops(&mut ops, edit);
+                continue;
+            }
+            let mut group = vec![edit];
+            group.extend(std::iter::from_fn(|| {
+                edits.next_if(|e| e.section == section)
+            }));
+            spec_missing &= section != Section::Spec;
+            self.whole_section(&mut ops, section, group);
+        }
         if !self.literals.is_empty() {
             with_literals(&mut ops, &self.literals);
         }
@@ -595,6 +763,53 @@ impl<'a> RawPod<'a> {
         self.containers.into_ops(&mut ops);
         self.volumes.into_ops(&mut ops);
         ops
+    }
+
+    /// Whether a step set one of the lists.
+    fn lists_set(&self) -> bool {
+        [&self.init_containers, &self.containers, &self.volumes]
+            .iter()
+            .any(|l| l.result.is_some())
+    }
+
+    /// A section absent or null as received, written whole with the members steps wrote `edits` (nothing
+    /// when there is nothing to write).
+    fn whole_section(&self, ops: &mut Vec<Op>, section: Section, edits: Vec<Edit>) {
+        let presence = self.part(section).presence;
+        let map: Map<String, Value> = edits
+            .into_iter()
+            .filter_map(|e| Some((e.key.to_owned(), e.value?)))
+            .collect();
+        if map.is_empty() && !(section == Section::Spec && self.lists_set()) {
+            return;
+        }
+        let path = patch::pointer([Step::Key(section.key())]);
+        let value = Json::Value(Value::Object(map));
+        ops.push(if presence == Presence::Absent {
+            Op::Add { path, value }
+        } else {
+            Op::Replace { path, value }
+        });
+    }
+
+    /// The operations of one member a step wrote, in a section as received.
+    fn member_ops(&self, ops: &mut Vec<Op>, edit: Edit) {
+        let mut at = Vec::with_capacity(2);
+        if edit.section != Section::Top {
+            at.push(Step::Key(edit.section.key()));
+        }
+        at.push(Step::Key(edit.key));
+        match (self.received_tree(edit.section, edit.key), edit.value) {
+            (None, None) => {}
+            (None, Some(value)) => ops.push(Op::Add {
+                path: patch::pointer(at),
+                value: Json::Value(value),
+            }),
+            (Some(_), None) => ops.push(Op::Remove {
+                path: patch::pointer(at),
+            }),
+            (Some(from), Some(to)) => patch::diff_at(ops, &at, from, to),
+        }
     }
 }
 
@@ -635,10 +850,9 @@ mod tests {
     fn round_trip(pod: &Value, edit: impl FnOnce(&mut RawPod<'_>)) -> (Value, Vec<Op>) {
         let text = pod.to_string();
         let mut doc = RawPod::parse_str(&text).unwrap();
-        let original = doc.pod.clone();
         edit(&mut doc);
         let expected = doc.to_value();
-        let ops = doc.into_patch(&original);
+        let ops = doc.into_patch();
         assert_eq!(patch::apply(pod, &ops).unwrap(), expected, "{ops:?}");
         (expected, ops)
     }
@@ -648,7 +862,11 @@ mod tests {
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "x-unknown": {"k": 1}}], "nodeName": "n"}});
         let text = pod.to_string();
         let doc = RawPod::parse_str(&text).unwrap();
-        assert_eq!(doc.pod, json!({"metadata": {"name": "p"}, "spec": {}}));
+        assert!(
+            doc.metadata.fields[0].tree.get().is_some(),
+            "the name is built"
+        );
+        assert!(doc.spec.fields[0].tree.get().is_none(), "nodeName is not");
         assert_eq!(doc.containers.len(), 1);
         assert_eq!(doc.containers.name(0), "a");
         assert_eq!(doc.to_value(), pod);
@@ -696,9 +914,6 @@ mod tests {
             json!({"spec": {"initContainers": []}}),
         ] {
             let (result, _) = round_trip(&pod, |doc| {
-                if doc.pod.get("spec").is_none_or(Value::is_null) {
-                    doc.pod["spec"] = json!({});
-                }
                 doc.init_containers
                     .set(vec![Item::New(json!({"name": "i"}).into())]);
             });
@@ -748,15 +963,17 @@ mod tests {
         });
         let text = pod.to_string();
         let doc = RawPod::parse_str(&text).unwrap();
-        assert_eq!(
-            doc.pod,
-            json!({"metadata": {"name": "p"}, "spec": {"readinessGates": []}})
-        );
+        let built = |part: &Part<'_>| -> Vec<String> {
+            let built = part.fields.iter().filter(|f| f.tree.get().is_some());
+            built.map(|f| f.key.to_string()).collect()
+        };
+        assert_eq!(built(&doc.metadata), ["name"]);
+        assert_eq!(built(&doc.spec), ["readinessGates"]);
         assert_eq!(doc.volumes.name(0), "v");
         assert_eq!(doc.to_value(), pod);
         let (result, ops) = round_trip(&pod, |doc| {
-            doc.pod["spec"]["nodeName"] = json!("m");
-            doc.pod["metadata"]["uid"] = json!("w");
+            *doc.edit(Section::Spec, "nodeName") = Some(json!("m"));
+            *doc.edit(Section::Metadata, "uid") = Some(json!("w"));
         });
         assert_eq!(result["spec"]["nodeName"], "m");
         assert_eq!(result["spec"]["tolerations"], json!([{"key": "k"}]));
@@ -895,25 +1112,112 @@ mod tests {
         let text = r#"{"metadata": {"labels": {"a": "1"}, "ownerReferences": [], "labels": {"b": "\u0032"}}}"#;
         let mut doc = RawPod::parse_str(text).unwrap();
         assert_eq!(
-            doc.received("metadata", "labels"),
+            doc.received(Section::Metadata, "labels"),
             Some(r#"{"b": "\u0032"}"#)
         );
         assert_eq!(
-            doc.member("metadata", "labels").as_deref(),
+            doc.get(Section::Metadata, "labels"),
             Some(&json!({"b": "2"}))
         );
-        assert_eq!(doc.member("metadata", "missing"), None);
-        assert_eq!(doc.member("spec", "labels"), None);
-        doc.pod["metadata"]["labels"] = json!({"c": "3"});
+        assert_eq!(doc.get(Section::Metadata, "missing"), None);
+        assert_eq!(doc.get(Section::Spec, "labels"), None);
+        doc.object_mut(Section::Metadata, "labels")
+            .insert("c".into(), json!("3"));
         assert_eq!(
-            doc.member("metadata", "labels").as_deref(),
-            Some(&json!({"c": "3"}))
+            doc.get(Section::Metadata, "labels"),
+            Some(&json!({"b": "2", "c": "3"}))
         );
         assert_eq!(
-            doc.to_value()["metadata"]["labels"],
-            json!({"c": "3"}),
-            "the step's value stands"
+            doc.received(Section::Metadata, "labels"),
+            Some(r#"{"b": "\u0032"}"#),
+            "as received still"
         );
+        *doc.edit(Section::Metadata, "ownerReferences") = None;
+        assert_eq!(doc.get(Section::Metadata, "ownerReferences"), None);
+        assert_eq!(
+            doc.to_value(),
+            json!({"metadata": {"labels": {"b": "2", "c": "3"}}}),
+            "the step's values stand"
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(&patch::to_json(&doc.into_patch())).unwrap(),
+            json!([
+                {"op": "add", "path": "/metadata/labels/c", "value": "3"},
+                {"op": "remove", "path": "/metadata/ownerReferences"}
+            ])
+        );
+    }
+
+    /// Members written into a section absent or null as received add it whole; lists set in a spec that is
+    /// not there add the spec first; edits come in the pod's key order, each once.
+    #[test]
+    fn sections_not_received_are_added_whole_in_key_order() {
+        for (pod, op) in [
+            (json!({"kind": "Pod"}), "add"),
+            (json!({"metadata": null, "spec": null}), "replace"),
+        ] {
+            let (result, ops) = round_trip(&pod, |doc| {
+                doc.object_mut(Section::Metadata, "annotations")
+                    .insert("a".into(), json!("1"));
+                *doc.edit(Section::Top, "status") = Some(json!({"phase": "Pending"}));
+                *doc.edit(Section::Top, "apiVersion") = Some(json!("v1"));
+                *doc.edit(Section::Metadata, "uid") = None;
+                doc.containers
+                    .set(vec![Item::New(json!({"name": "c"}).into())]);
+            });
+            assert_eq!(result["metadata"], json!({"annotations": {"a": "1"}}));
+            assert_eq!(result["spec"], json!({"containers": [{"name": "c"}]}));
+            let paths: Vec<String> = ops
+                .iter()
+                .map(|op| format!("{} {}", op.name(), op.path()))
+                .collect();
+            assert_eq!(
+                paths,
+                [
+                    "add /apiVersion".to_owned(),
+                    format!("{op} /metadata"),
+                    format!("{op} /spec"),
+                    "add /status".to_owned(),
+                    "add /spec/containers".to_owned(),
+                ],
+                "{pod}"
+            );
+        }
+        // Nothing written, nothing set: no operation, even for an absent section a step read.
+        let (_, ops) = round_trip(&json!({"spec": {}}), |doc| {
+            assert_eq!(doc.get(Section::Metadata, "annotations"), None);
+            *doc.edit(Section::Metadata, "annotations") = None;
+        });
+        assert!(ops.is_empty(), "{ops:?}");
+    }
+
+    /// The namespace filled in reads as received: it is in the pod, never in the patch, and a pod without
+    /// metadata gets its written members as a new metadata, which applies to the pod as received.
+    #[test]
+    fn a_filled_namespace_reads_as_received_and_stays_out_of_the_patch() {
+        for pod in [json!({"metadata": {"name": "p"}}), json!({"spec": {}})] {
+            let text = pod.to_string();
+            let mut doc = RawPod::parse_str(&text).unwrap();
+            doc.fill_namespace("team-\"a\"");
+            assert_eq!(
+                doc.get(Section::Metadata, "namespace"),
+                Some(&json!("team-\"a\""))
+            );
+            assert_eq!(
+                doc.received(Section::Metadata, "namespace"),
+                Some(r#""team-\"a\"""#)
+            );
+            doc.object_mut(Section::Metadata, "annotations")
+                .insert("a".into(), json!("1"));
+            let ops = doc.into_patch();
+            let patched = patch::apply(&pod, &ops).unwrap();
+            assert_eq!(
+                patched["metadata"]["annotations"],
+                json!({"a": "1"}),
+                "{pod}"
+            );
+            assert_eq!(patched["metadata"].get("namespace"), None, "{pod}");
+        }
     }
 
     #[test]

@@ -17,7 +17,8 @@ use crate::api::sidecarset::{
 };
 use crate::gojson;
 use crate::patch::{Json, write_str, write_value, written_text};
-use crate::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, at};
+use crate::pod::metadata_str;
+use crate::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
 
 /// `kruise.io/sidecarset-injected-list`.
 pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
@@ -419,21 +420,18 @@ fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
     plain
 }
 
-fn pod_meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
-    at(pod, &["metadata", field])
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
-    at(pod, &["metadata", "annotations"])
+fn annotation<'d>(doc: &'d RawPod<'_>, key: &str) -> Option<&'d str> {
+    doc.get(Section::Metadata, "annotations")
         .and_then(|a| a.get(key))
         .and_then(Value::as_str)
 }
 
 /// Reads a hash annotation: the current shape, else the legacy map of name to hash (§4.6).
-fn read_upgrade_specs(pod: &Value, key: &'static str) -> Result<Entries<'static>, InjectError> {
-    let Some(raw) = annotation(pod, key).filter(|v| !v.is_empty()) else {
+fn read_upgrade_specs(
+    doc: &RawPod<'_>,
+    key: &'static str,
+) -> Result<Entries<'static>, InjectError> {
+    let Some(raw) = annotation(doc, key).filter(|v| !v.is_empty()) else {
         return Ok(Entries::default());
     };
     fn entries(specs: impl IntoIterator<Item = (String, UpgradeSpec)>) -> Entries<'static> {
@@ -450,8 +448,8 @@ fn read_upgrade_specs(pod: &Value, key: &'static str) -> Result<Entries<'static>
                 (name, spec)
             }))),
             Err(_) => Err(InjectError::InvalidHashAnnotation {
-                namespace: pod_meta_str(pod, "namespace").to_owned(),
-                name: pod_meta_str(pod, "name").to_owned(),
+                namespace: metadata_str(doc, "namespace").to_owned(),
+                name: metadata_str(doc, "name").to_owned(),
                 key,
                 value: raw.to_owned(),
                 reason: current.to_string(),
@@ -460,24 +458,8 @@ fn read_upgrade_specs(pod: &Value, key: &'static str) -> Result<Entries<'static>
     }
 }
 
-fn annotations_mut(pod: &mut Value) -> &mut Map<String, Value> {
-    let meta = pod
-        .as_object_mut()
-        .expect("a pod is an object")
-        .entry("metadata")
-        .or_insert_with(|| json!({}));
-    if !meta.is_object() {
-        *meta = json!({});
-    }
-    let annotations = meta
-        .as_object_mut()
-        .expect("checked above")
-        .entry("annotations")
-        .or_insert_with(|| json!({}));
-    if !annotations.is_object() {
-        *annotations = json!({});
-    }
-    annotations.as_object_mut().expect("checked above")
+fn annotations_mut<'d>(doc: &'d mut RawPod<'_>) -> &'d mut Map<String, Value> {
+    doc.object_mut(Section::Metadata, "annotations")
 }
 
 /// `patchPodMetadata` (§4.5): returns whether any annotation changed.
@@ -485,7 +467,7 @@ fn annotations_mut(pod: &mut Value) -> &mut Map<String, Value> {
 /// # Errors
 /// [`InjectError::MergePatch`] when `MergePatchJson` meets a value that is not JSON.
 pub fn patch_pod_metadata(
-    pod: &mut Value,
+    doc: &mut RawPod<'_>,
     matched: &[Arc<SidecarSet>],
 ) -> Result<bool, InjectError> {
     let entries: Vec<_> = matched
@@ -495,7 +477,7 @@ pub fn patch_pod_metadata(
     if entries.is_empty() {
         return Ok(false);
     }
-    let annotations = annotations_mut(pod);
+    let annotations = annotations_mut(doc);
     let before = annotations.clone();
     for entry in entries {
         for (key, value) in &entry.annotations {
@@ -636,10 +618,8 @@ fn field_ref_value(doc: &RawPod<'_>, path: &str) -> Option<String> {
         ("metadata.labels['", "labels"),
     ] {
         if let Some(key) = path.strip_prefix(prefix).and_then(|k| k.strip_suffix("']")) {
-            let map = doc.member("metadata", field);
-            let value = map
-                .as_deref()
-                .and_then(|m| m.get(key.to_lowercase().as_str()).or(m.get(key)));
+            let map = doc.get(Section::Metadata, field);
+            let value = map.and_then(|m| m.get(key.to_lowercase().as_str()).or(m.get(key)));
             return Some(value.and_then(Value::as_str).unwrap_or("").to_owned());
         }
     }
@@ -1060,18 +1040,17 @@ pub fn inject(
     options: InjectOptions<'_>,
     resources_policy: ResourcesPolicyFn<'_>,
 ) -> Result<bool, InjectError> {
-    if matched.is_empty() || !doc.pod.is_object() {
+    if matched.is_empty() {
         return Ok(false);
     }
-    let metadata_changed = patch_pod_metadata(&mut doc.pod, matched)?;
-    let pod = &doc.pod;
-    let mut hashes = read_upgrade_specs(pod, HASH_ANNOTATION)?;
-    let mut hashes_without_image = read_upgrade_specs(pod, HASH_WITHOUT_IMAGE_ANNOTATION)?;
-    let mut work_map: BTreeMap<String, String> = annotation(pod, WORKING_HOT_UPGRADE_ANNOTATION)
+    let metadata_changed = patch_pod_metadata(doc, matched)?;
+    let mut hashes = read_upgrade_specs(doc, HASH_ANNOTATION)?;
+    let mut hashes_without_image = read_upgrade_specs(doc, HASH_WITHOUT_IMAGE_ANNOTATION)?;
+    let mut work_map: BTreeMap<String, String> = annotation(doc, WORKING_HOT_UPGRADE_ANNOTATION)
         .and_then(|v| serde_json::from_str(v).ok())
         .unwrap_or_default();
     // The injected list: the names it had, and those of `matched`.
-    let names: NameSet<'_> = annotation(pod, INJECTED_LIST_ANNOTATION)
+    let names: NameSet<'_> = annotation(doc, INJECTED_LIST_ANNOTATION)
         .filter(|v| !v.is_empty())
         .into_iter()
         .flat_map(|v| v.split(','))
@@ -1217,22 +1196,6 @@ fn apply(
         hot_annotations,
         ..
     } = built;
-    let spec = doc
-        .pod
-        .as_object_mut()
-        .expect("a pod is an object")
-        .entry("spec")
-        .or_insert_with(|| json!({}));
-    if !spec.is_object() {
-        *spec = json!({});
-    }
-    let take = |spec: &mut Value, key: &str| {
-        spec.get_mut(key)
-            .and_then(Value::as_array_mut)
-            .map(std::mem::take)
-            .unwrap_or_default()
-    };
-
     init_containers.sort_by(|a, b| a.name.cmp(&b.name));
     if !init_containers.is_empty() {
         let merged = merge_containers(&doc.init_containers, init_containers);
@@ -1248,25 +1211,26 @@ fn apply(
     if let Some(merged) = merge_volumes(&doc.volumes, volumes) {
         doc.volumes.set(merged);
     }
-    let had_secrets = spec.get("imagePullSecrets").is_some();
-    let mut all_secrets: Vec<Value> = Vec::new();
-    for s in take(spec, "imagePullSecrets").into_iter().chain(secrets) {
-        if !all_secrets
-            .iter()
-            .any(|o| str_field(o, "name") == str_field(&s, "name"))
-        {
-            all_secrets.push(s);
+    // The pod's secrets, then the SidecarSets', the first of each name (checked to be a list of objects, or
+    // null, by the chain).
+    let received = match doc.get(Section::Spec, "imagePullSecrets") {
+        Some(Value::Array(list)) => list.as_slice(),
+        _ => &[],
+    };
+    if !(received.is_empty() && secrets.is_empty()) {
+        let mut all_secrets: Vec<Value> = Vec::with_capacity(received.len() + secrets.len());
+        for s in received.iter().cloned().chain(secrets) {
+            if !all_secrets
+                .iter()
+                .any(|o| str_field(o, "name") == str_field(&s, "name"))
+            {
+                all_secrets.push(s);
+            }
         }
-    }
-    if !all_secrets.is_empty() {
-        spec["imagePullSecrets"] = Value::Array(all_secrets);
-    } else if had_secrets {
-        spec.as_object_mut()
-            .expect("spec is an object")
-            .remove("imagePullSecrets");
+        *doc.edit(Section::Spec, "imagePullSecrets") = Some(Value::Array(all_secrets));
     }
 
-    let annotations = annotations_mut(&mut doc.pod);
+    let annotations = annotations_mut(doc);
     for (key, (text, _)) in [
         (HASH_ANNOTATION, &hashes),
         (HASH_WITHOUT_IMAGE_ANNOTATION, &hashes_without_image),

@@ -76,10 +76,9 @@ fn run_with(
 ) -> Result<bool, InjectError> {
     let text = pod.to_string();
     let mut doc = RawPod::parse_str(&text).unwrap();
-    let original = doc.pod.clone();
     let changed = inject(&mut doc, sets, options, &no_resources)?;
     let expected = doc.to_value();
-    let ops = doc.into_patch(&original);
+    let ops = doc.into_patch();
     assert_eq!(
         String::from_utf8(crate::patch::to_json(&ops)).unwrap(),
         serde_json::to_string(&crate::patch::operations(&ops).unwrap()).unwrap(),
@@ -537,6 +536,15 @@ fn hot_upgrade_container_gets_two_copies_with_version_envs() {
     );
 }
 
+/// [`patch_pod_metadata`] on the pod parsed from its text; `pod` becomes the result.
+fn patch_metadata(pod: &mut Value, sets: &[Arc<SidecarSet>]) -> Result<bool, InjectError> {
+    let text = pod.to_string();
+    let mut doc = RawPod::parse_str(&text).unwrap();
+    let changed = patch_pod_metadata(&mut doc, sets)?;
+    *pod = doc.to_value();
+    Ok(changed)
+}
+
 #[test]
 fn patch_pod_metadata_policies() {
     // §11 scenarios 24, 25 and 26.
@@ -547,7 +555,7 @@ fn patch_pod_metadata_policies() {
         )
     };
     let mut p = pod();
-    let changed = patch_pod_metadata(&mut p, &[
+    let changed = patch_metadata(&mut p, &[
         with_patches("sidecarset1", json!([{"annotations": {"key1": "{\"log-agent\":1}"}, "patchPolicy": "MergePatchJson"},
                                            {"annotations": {"key": "envoy=1,log=2"}, "patchPolicy": "Retain"}])),
         with_patches("sidecarset2", json!([{"annotations": {"key1": "{\"envoy\":2}"}, "patchPolicy": "MergePatchJson"}])),
@@ -558,19 +566,19 @@ fn patch_pod_metadata_policies() {
 
     let mut p = pod();
     p["metadata"]["annotations"] = json!({"key1": "old", "key2": "old"});
-    patch_pod_metadata(&mut p, &[with_patches("s", json!([{"annotations": {"key1": "value1"}, "patchPolicy": "Retain"},
+    patch_metadata(&mut p, &[with_patches("s", json!([{"annotations": {"key1": "value1"}, "patchPolicy": "Retain"},
                                                           {"annotations": {"key2": "value2"}, "patchPolicy": "Overwrite"}]))]).unwrap();
     assert_eq!((ann(&p, "key1"), ann(&p, "key2")), ("old", "value2"));
 
     let mut p = pod();
     p["metadata"]["annotations"] = json!({"key1": "{\"log-agent\":1}"});
-    let changed = patch_pod_metadata(&mut p, &[with_patches("s", json!([{"annotations": {"key1": "{\"log-agent\":1}"}, "patchPolicy": "MergePatchJson"}]))]).unwrap();
+    let changed = patch_metadata(&mut p, &[with_patches("s", json!([{"annotations": {"key1": "{\"log-agent\":1}"}, "patchPolicy": "MergePatchJson"}]))]).unwrap();
     assert!(!changed);
 
     let mut p = pod();
     p["metadata"]["annotations"] = json!({"key1": "not json"});
     assert!(
-        patch_pod_metadata(
+        patch_metadata(
             &mut p,
             &[with_patches(
                 "s",
@@ -832,10 +840,9 @@ fn shared_mounts_and_transferred_envs_are_copied_as_received() {
             "transferEnv": [{"sourceContainerName": "nginx", "envName": "E"}]}]}),
     );
     let mut doc = RawPod::parse_str(&text).unwrap();
-    let original = doc.pod.clone();
     assert!(inject(&mut doc, &[set], opts(), &no_resources).unwrap());
     let expected = doc.to_value();
-    let ops = doc.into_patch(&original);
+    let ops = doc.into_patch();
     let patch = String::from_utf8(crate::patch::to_json(&ops)).unwrap();
     assert!(patch.contains(&format!("[{mount}]")), "{patch}");
     assert!(
@@ -873,9 +880,8 @@ fn a_sidecar_taking_nothing_from_the_pod_is_written_once_and_shared() {
     let inject_into = |pod: &Value| {
         let text = pod.to_string();
         let mut doc = RawPod::parse_str(&text).unwrap();
-        let original = doc.pod.clone();
         inject(&mut doc, std::slice::from_ref(&set), opts(), &no_resources).unwrap();
-        let ops = doc.into_patch(&original);
+        let ops = doc.into_patch();
         let added = |name: &str| {
             ops.iter()
                 .filter_map(crate::patch::Op::value)
