@@ -399,12 +399,12 @@ impl Section {
 /// The members the chain's steps read or write as trees, per section: built when the pod is read, so one
 /// whose tree cannot be built is refused then, with serde_json's message, as decoding the pod would. Others
 /// are built only when a step reads them ([`RawPod::get`]). A step that reads or writes another member adds
-/// it here.
+/// it here. `metadata.annotations` is read as a map of strings instead ([`RawPod::annotation`]).
 pub const TREE_FIELDS: [(Section, &[&str]); 3] = [
     (Section::Top, &["status"]),
     (
         Section::Metadata,
-        &["name", "namespace", "annotations", "deletionTimestamp"],
+        &["name", "namespace", "deletionTimestamp"],
     ),
     (Section::Spec, &["imagePullSecrets", "readinessGates"]),
 ];
@@ -471,9 +471,23 @@ impl Edit {
     }
 }
 
+/// `metadata.annotations` as received: whether it was there, and its entries in order.
+type Annotations<'a> = (Presence, Vec<(Cow<'a, str>, Cow<'a, str>)>);
+
+/// An annotation a step set: its value, and the value's JSON string literal when the step wrote one (a hash
+/// annotation is JSON text, with a quote every few bytes: the patch copies the literal instead of escaping
+/// the value again).
+#[derive(Debug)]
+struct SetAnnotation {
+    key: Cow<'static, str>,
+    value: String,
+    literal: Option<Box<str>>,
+}
+
 /// The pod of a request, every part of it as received text: the members of the pod, `metadata` and
 /// `spec` each read as a tree when a step first reads it, and written by steps as new values
-/// ([`RawPod::edit`]); the three lists as [`RawList`]s.
+/// ([`RawPod::edit`]); the annotations as a list of strings ([`RawPod::annotation`],
+/// [`RawPod::set_annotation`]); the three lists as [`RawList`]s.
 #[derive(Debug)]
 pub struct RawPod<'a> {
     top: Part<'a>,
@@ -481,14 +495,36 @@ pub struct RawPod<'a> {
     spec: Part<'a>,
     /// The members steps wrote, in the order they first wrote them.
     edits: Vec<Edit>,
+    /// Whether `metadata.annotations` was received, and its entries as received, in order.
+    annotations: Annotations<'a>,
+    /// The annotations steps set, in order (the last of a key stands).
+    set_annotations: Vec<SetAnnotation>,
     /// `spec.initContainers`.
     pub init_containers: RawList<'a>,
     /// `spec.containers`.
     pub containers: RawList<'a>,
     /// `spec.volumes`.
     pub volumes: RawList<'a>,
-    /// String values a step wrote together with their JSON string literal ([`RawPod::string_literal`]).
-    literals: Vec<(String, Box<str>)>,
+}
+
+/// The entries of `metadata.annotations` from its text: a map of strings (or `null`), as decoding into a
+/// Pod requires.
+fn annotation_entries(text: &str) -> Result<Annotations<'_>, String> {
+    let bad = || "metadata.annotations: expected a map of strings".to_owned();
+    let mut cursor = Cursor::new(text, &[]);
+    if cursor.null() {
+        return Ok((Presence::Null, Vec::new()));
+    }
+    let mut entries = Vec::new();
+    cursor
+        .object(|c, key| {
+            // Not a string, or one that does not decode (a lone surrogate, which serde refuses too).
+            let value = c.string().flatten().ok_or_else(bad)?;
+            entries.push((key, value));
+            Ok(())
+        })
+        .unwrap_or_else(|| Err(bad()))?;
+    Ok((Presence::Present, entries))
 }
 
 /// The tree of a member of the pod (valid JSON); where it cannot be built, serde_json's message.
@@ -518,6 +554,8 @@ impl<'a> RawPod<'a> {
         let mut top = Part::new(Presence::Present);
         top.fields.reserve(4);
         let mut sections = [Part::new(Presence::Absent), Part::new(Presence::Absent)];
+        // The text of `metadata.annotations` (the last one when written twice).
+        let mut annotations = None;
         cursor
             .object(|c, key| {
                 let section = match &*key {
@@ -532,6 +570,8 @@ impl<'a> RawPod<'a> {
                 let part = &mut sections[usize::from(section == Section::Spec)];
                 if section == Section::Spec {
                     lists = absent();
+                } else {
+                    annotations = None;
                 }
                 if c.null() {
                     *part = Part::new(Presence::Null);
@@ -546,7 +586,11 @@ impl<'a> RawPod<'a> {
                     if let Some(list) = list {
                         *list = RawList::read(list.key, c)?;
                     } else {
-                        part.fields.push(Field::new(key, c.value()));
+                        let text = c.value();
+                        if section == Section::Metadata && key == "annotations" {
+                            annotations = Some(text);
+                        }
+                        part.fields.push(Field::new(key, text));
                     }
                     Ok(())
                 })
@@ -557,16 +601,21 @@ impl<'a> RawPod<'a> {
                 "json: cannot unmarshal into Go value of type v1.Pod: expected a pod object",
             )??;
         let [metadata, spec] = sections;
+        let annotations = match annotations {
+            Some(text) => annotation_entries(text)?,
+            None => (Presence::Absent, Vec::new()),
+        };
         let [init_containers, containers, volumes] = lists;
         let doc = Self {
             top,
             metadata,
             spec,
             edits: Vec::new(),
+            annotations,
+            set_annotations: Vec::new(),
             init_containers,
             containers,
             volumes,
-            literals: Vec::new(),
         };
         for (section, keys) in TREE_FIELDS {
             for field in doc.part(section).fields.iter() {
@@ -608,8 +657,12 @@ impl<'a> RawPod<'a> {
     }
 
     /// The member `key` of `section` as it stands: as a step wrote it, or else as received (its tree
-    /// built on this first read).
+    /// built on this first read). Not for `metadata.annotations` ([`RawPod::annotation`]).
     pub fn get(&self, section: Section, key: &str) -> Option<&Value> {
+        debug_assert!(
+            !is_annotations(section, key),
+            "read with RawPod::annotation"
+        );
         match self
             .edits
             .iter()
@@ -621,8 +674,13 @@ impl<'a> RawPod<'a> {
     }
 
     /// The member `key` of `section` to write: `None` when absent (set it to add it, take it to remove
-    /// it). The patch carries what changed from the member as received.
+    /// it). The patch carries what changed from the member as received. Not for `metadata.annotations`
+    /// ([`RawPod::set_annotation`]).
     pub fn edit(&mut self, section: Section, key: &'static str) -> &mut Option<Value> {
+        debug_assert!(
+            !is_annotations(section, key),
+            "set with RawPod::set_annotation"
+        );
         let at = match self
             .edits
             .iter()
@@ -693,7 +751,20 @@ impl<'a> RawPod<'a> {
                 ),
             ),
         ];
-        for (name, map) in sections {
+        for (name, mut map) in sections {
+            if name == Section::Metadata && !self.set_annotations.is_empty() {
+                let annotations = map
+                    .entry("annotations")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !annotations.is_object() {
+                    *annotations = Value::Object(Map::new());
+                }
+                if let Some(annotations) = annotations.as_object_mut() {
+                    for set in &self.set_annotations {
+                        annotations.insert(set.key.to_string(), Value::String(set.value.clone()));
+                    }
+                }
+            }
             let written = self
                 .edits
                 .iter()
@@ -720,12 +791,58 @@ impl<'a> RawPod<'a> {
         Value::Object(pod)
     }
 
-    /// Records that a step set a string value `plain` whose JSON string literal (quotes included, as
-    /// [`patch::write_str`] writes it) it wrote too: an operation whose value is or holds that string copies the
-    /// literal instead of escaping the string again (a hash annotation is JSON text, with a quote every few
-    /// bytes).
-    pub(crate) fn string_literal(&mut self, plain: String, literal: Box<str>) {
-        self.literals.push((plain, literal));
+    /// The annotation `key` as it stands: as a step set it, or else as received.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        match self.set_annotations.iter().rev().find(|s| s.key == key) {
+            Some(set) => Some(&set.value),
+            None => self.received_annotation(key),
+        }
+    }
+
+    /// The annotation `key` as received, whatever steps set since.
+    pub fn received_annotation(&self, key: &str) -> Option<&str> {
+        let mut entries = self.annotations.1.iter().rev();
+        entries.find(|(k, _)| k == key).map(|(_, v)| &**v)
+    }
+
+    /// Sets the annotation `key` (added when absent, with `metadata.annotations` when that is absent).
+    pub fn set_annotation(&mut self, key: impl Into<Cow<'static, str>>, value: String) {
+        self.set_annotations.push(SetAnnotation {
+            key: key.into(),
+            value,
+            literal: None,
+        });
+    }
+
+    /// [`RawPod::set_annotation`] with the value's JSON string literal (quotes included, as
+    /// [`patch::write_str`] writes it), which the patch copies instead of escaping the value again.
+    pub(crate) fn set_annotation_literal(
+        &mut self,
+        key: impl Into<Cow<'static, str>>,
+        value: String,
+        literal: Box<str>,
+    ) {
+        self.set_annotations.push(SetAnnotation {
+            key: key.into(),
+            value,
+            literal: Some(literal),
+        });
+    }
+
+    /// The annotations steps set that change the pod, one per key (the last set), in key order.
+    fn annotation_changes(&mut self) -> Vec<SetAnnotation> {
+        let mut sets = std::mem::take(&mut self.set_annotations);
+        // Stable: the last set of a key is the last of its run.
+        sets.sort_by(|a, b| a.key.cmp(&b.key));
+        let mut changes: Vec<SetAnnotation> = Vec::with_capacity(sets.len());
+        for set in sets {
+            match changes.last_mut() {
+                Some(last) if last.key == set.key => *last = set,
+                _ => changes.push(set),
+            }
+        }
+        changes.retain(|s| self.received_annotation(&s.key) != Some(&*s.value));
+        changes
     }
 
     /// The patch from the pod as received (with what was filled in) to this pod: for each member a step
@@ -733,20 +850,34 @@ impl<'a> RawPod<'a> {
     /// changes to the lists.
     pub fn into_patch(mut self) -> Vec<Op> {
         let mut ops = Vec::new();
+        let mut annotations = self.annotation_changes();
         let mut edits = std::mem::take(&mut self.edits);
+        if !annotations.is_empty() {
+            // In its place among the members steps wrote: the annotations' edit, whose operations come
+            // from `annotations`.
+            edits.push(Edit {
+                section: Section::Metadata,
+                key: ANNOTATIONS,
+                value: None,
+            });
+        }
         edits.sort_by(|a, b| (a.top_key(), a.key).cmp(&(b.top_key(), b.key)));
         let mut edits = edits.into_iter().peekable();
         // Lists set in a spec that is not there: the spec is added first, in its place among the edits.
         let mut spec_missing = self.spec.presence != Presence::Present && self.lists_set();
         loop {
             if spec_missing && edits.peek().is_none_or(|e| e.top_key() > "spec") {
-                self.whole_section(&mut ops, Section::Spec, Vec::new());
+                self.whole_section(&mut ops, Section::Spec, Vec::new(), &mut annotations);
                 spec_missing = false;
             }
             let Some(edit) = edits.next() else { break };
             let section = edit.section;
             if section == Section::Top || self.part(section).presence == Presence::Present {
-                self.member_ops(&mut ops, edit);
+                if is_annotations(section, edit.key) {
+                    self.annotation_ops(&mut ops, std::mem::take(&mut annotations));
+                } else {
+                    self.member_ops(&mut ops, edit);
+                }
                 continue;
             }
             let mut group = vec![edit];
@@ -754,15 +885,41 @@ impl<'a> RawPod<'a> {
                 edits.next_if(|e| e.section == section)
             }));
             spec_missing &= section != Section::Spec;
-            self.whole_section(&mut ops, section, group);
-        }
-        if !self.literals.is_empty() {
-            with_literals(&mut ops, &self.literals);
+            self.whole_section(&mut ops, section, group, &mut annotations);
         }
         self.init_containers.into_ops(&mut ops);
         self.containers.into_ops(&mut ops);
         self.volumes.into_ops(&mut ops);
         ops
+    }
+
+    /// The operations of the annotations steps set (`changes`), in metadata as received: one per
+    /// annotation, or the annotations whole when they were absent or null.
+    fn annotation_ops(&self, ops: &mut Vec<Op>, changes: Vec<SetAnnotation>) {
+        let at = [Step::Key("metadata"), Step::Key(ANNOTATIONS)];
+        let presence = self.annotations.0;
+        if presence != Presence::Present {
+            let path = patch::pointer(at);
+            let value = Json::Text(annotations_text(changes));
+            ops.push(if presence == Presence::Absent {
+                Op::Add { path, value }
+            } else {
+                Op::Replace { path, value }
+            });
+            return;
+        }
+        for set in changes {
+            let path = patch::pointer(at.into_iter().chain([Step::Key(&set.key)]));
+            let value = match set.literal {
+                Some(literal) => Json::Text(literal),
+                None => Json::Value(Value::String(set.value)),
+            };
+            ops.push(if self.received_annotation(&set.key).is_some() {
+                Op::Replace { path, value }
+            } else {
+                Op::Add { path, value }
+            });
+        }
     }
 
     /// Whether a step set one of the lists.
@@ -772,14 +929,27 @@ impl<'a> RawPod<'a> {
             .any(|l| l.result.is_some())
     }
 
-    /// A section absent or null as received, written whole with the members steps wrote `edits` (nothing
-    /// when there is nothing to write).
-    fn whole_section(&self, ops: &mut Vec<Op>, section: Section, edits: Vec<Edit>) {
+    /// A section absent or null as received, written whole with the members steps wrote `edits` (and the
+    /// annotations set, `annotations`, when the annotations' edit is among them); nothing when there is
+    /// nothing to write.
+    fn whole_section(
+        &self,
+        ops: &mut Vec<Op>,
+        section: Section,
+        edits: Vec<Edit>,
+        annotations: &mut Vec<SetAnnotation>,
+    ) {
         let presence = self.part(section).presence;
-        let map: Map<String, Value> = edits
-            .into_iter()
-            .filter_map(|e| Some((e.key.to_owned(), e.value?)))
-            .collect();
+        let mut map = Map::new();
+        for edit in edits {
+            if is_annotations(section, edit.key) {
+                let sets = std::mem::take(annotations).into_iter();
+                let sets = sets.map(|s| (s.key.into_owned(), Value::String(s.value)));
+                map.insert(ANNOTATIONS.to_owned(), Value::Object(sets.collect()));
+            } else if let Some(value) = edit.value {
+                map.insert(edit.key.to_owned(), value);
+            }
+        }
         if map.is_empty() && !(section == Section::Spec && self.lists_set()) {
             return;
         }
@@ -813,33 +983,31 @@ impl<'a> RawPod<'a> {
     }
 }
 
-/// Writes as text the values of `ops` that are or hold one of the strings of `literals`, copying their
-/// literals.
-fn with_literals(ops: &mut [Op], literals: &[(String, Box<str>)]) {
-    fn find<'l>(literals: &'l [(String, Box<str>)], s: &str) -> Option<&'l str> {
-        literals
-            .iter()
-            .find(|(plain, _)| plain == s)
-            .map(|(_, literal)| &**literal)
-    }
-    let literal = |s: &str| find(literals, s);
-    fn holds<'l>(value: &Value, literal: &impl Fn(&str) -> Option<&'l str>) -> bool {
-        match value {
-            Value::String(s) => literal(s).is_some(),
-            Value::Object(map) => map.values().any(|v| holds(v, literal)),
-            _ => false,
+const ANNOTATIONS: &str = "annotations";
+
+/// Whether the member `key` of `section` is `metadata.annotations`.
+fn is_annotations(section: Section, key: &str) -> bool {
+    section == Section::Metadata && key == ANNOTATIONS
+}
+
+/// The annotations `sets` (in key order, one per key) as a JSON map, each value's literal copied when the
+/// step wrote one.
+fn annotations_text(sets: Vec<SetAnnotation>) -> Box<str> {
+    let mut text = Vec::with_capacity(sets.iter().map(|s| s.key.len() + s.value.len() + 8).sum());
+    text.push(b'{');
+    for (i, set) in sets.iter().enumerate() {
+        if i > 0 {
+            text.push(b',');
+        }
+        patch::write_str(&mut text, &set.key);
+        text.push(b':');
+        match &set.literal {
+            Some(literal) => text.extend_from_slice(literal.as_bytes()),
+            None => patch::write_str(&mut text, &set.value),
         }
     }
-    for op in ops {
-        if let Op::Add { value, .. } | Op::Replace { value, .. } = op
-            && let Json::Value(tree) = value
-            && holds(tree, &literal)
-        {
-            let mut text = Vec::with_capacity(1024);
-            patch::write_value_with(&mut text, tree, &literal);
-            *value = Json::Text(patch::written_text(text));
-        }
-    }
+    text.push(b'}');
+    patch::written_text(text)
 }
 
 #[cfg(test)]
@@ -1157,8 +1325,7 @@ mod tests {
             (json!({"metadata": null, "spec": null}), "replace"),
         ] {
             let (result, ops) = round_trip(&pod, |doc| {
-                doc.object_mut(Section::Metadata, "annotations")
-                    .insert("a".into(), json!("1"));
+                doc.set_annotation("a", "1".into());
                 *doc.edit(Section::Top, "status") = Some(json!({"phase": "Pending"}));
                 *doc.edit(Section::Top, "apiVersion") = Some(json!("v1"));
                 *doc.edit(Section::Metadata, "uid") = None;
@@ -1185,10 +1352,72 @@ mod tests {
         }
         // Nothing written, nothing set: no operation, even for an absent section a step read.
         let (_, ops) = round_trip(&json!({"spec": {}}), |doc| {
-            assert_eq!(doc.get(Section::Metadata, "annotations"), None);
-            *doc.edit(Section::Metadata, "annotations") = None;
+            assert_eq!(doc.get(Section::Metadata, "labels"), None);
+            *doc.edit(Section::Metadata, "labels") = None;
         });
         assert!(ops.is_empty(), "{ops:?}");
+    }
+
+    /// Annotations read as received until set; the patch sets each changed one (replace, or add with its
+    /// key escaped), or adds (replaces) the map whole when absent (null); an unchanged value, or one set
+    /// back, gives nothing; a written literal is copied as it stands.
+    #[test]
+    fn annotations_are_set_one_by_one_or_whole() {
+        let pod = json!({"metadata": {"annotations": {"a": "1", "b/c": "2"}}});
+        let (result, ops) = round_trip(&pod, |doc| {
+            assert_eq!(doc.annotation("b/c"), Some("2"));
+            doc.set_annotation("a", "x".into());
+            doc.set_annotation("a", "1".into());
+            doc.set_annotation("b/c", "3".into());
+            doc.set_annotation_literal("d~e", "q\"".into(), r#""q\"""#.into());
+            doc.set_annotation("f", "4".into());
+            assert_eq!(doc.annotation("a"), Some("1"));
+            assert_eq!(doc.annotation("b/c"), Some("3"));
+            assert_eq!(doc.received_annotation("b/c"), Some("2"));
+        });
+        assert_eq!(
+            result["metadata"]["annotations"],
+            json!({"a": "1", "b/c": "3", "d~e": "q\"", "f": "4"})
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(&patch::to_json(&ops)).unwrap(),
+            json!([
+                {"op": "replace", "path": "/metadata/annotations/b~1c", "value": "3"},
+                {"op": "add", "path": "/metadata/annotations/d~0e", "value": "q\""},
+                {"op": "add", "path": "/metadata/annotations/f", "value": "4"}
+            ])
+        );
+        for (pod, op) in [
+            (json!({"metadata": {"name": "p"}}), "add"),
+            (json!({"metadata": {"annotations": null}}), "replace"),
+        ] {
+            let (result, ops) = round_trip(&pod, |doc| {
+                doc.set_annotation_literal("k", "v".into(), r#""v""#.into());
+                doc.set_annotation("j", "w".into());
+            });
+            assert_eq!(
+                result["metadata"]["annotations"],
+                json!({"j": "w", "k": "v"})
+            );
+            assert_eq!(
+                String::from_utf8(patch::to_json(&ops)).unwrap(),
+                format!(
+                    r#"[{{"op":"{op}","path":"/metadata/annotations","value":{{"j":"w","k":"v"}}}}]"#
+                )
+            );
+        }
+        // A key written twice reads as its last value.
+        let doc = RawPod::parse_str(r#"{"metadata": {"annotations": {"a": "1", "a": "\u0032"}}}"#)
+            .unwrap();
+        assert_eq!(doc.annotation("a"), Some("2"));
+        for bad in [r#"{"a": 1}"#, "[]", r#"{"a": "\ud800"}"#, r#""x""#] {
+            let text = format!(r#"{{"metadata": {{"annotations": {bad}}}}}"#);
+            assert_eq!(
+                RawPod::parse_str(&text).unwrap_err(),
+                "metadata.annotations: expected a map of strings",
+                "{bad}"
+            );
+        }
     }
 
     /// The namespace filled in reads as received: it is in the pod, never in the patch, and a pod without
@@ -1207,8 +1436,7 @@ mod tests {
                 doc.received(Section::Metadata, "namespace"),
                 Some(r#""team-\"a\"""#)
             );
-            doc.object_mut(Section::Metadata, "annotations")
-                .insert("a".into(), json!("1"));
+            doc.set_annotation("a", "1".into());
             let ops = doc.into_patch();
             let patched = patch::apply(&pod, &ops).unwrap();
             assert_eq!(

@@ -421,9 +421,7 @@ fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
 }
 
 fn annotation<'d>(doc: &'d RawPod<'_>, key: &str) -> Option<&'d str> {
-    doc.get(Section::Metadata, "annotations")
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
+    doc.annotation(key)
 }
 
 /// Reads a hash annotation: the current shape, else the legacy map of name to hash (§4.6).
@@ -458,10 +456,6 @@ fn read_upgrade_specs(
     }
 }
 
-fn annotations_mut<'d>(doc: &'d mut RawPod<'_>) -> &'d mut Map<String, Value> {
-    doc.object_mut(Section::Metadata, "annotations")
-}
-
 /// `patchPodMetadata` (§4.5): returns whether any annotation changed.
 ///
 /// # Errors
@@ -477,14 +471,10 @@ pub fn patch_pod_metadata(
     if entries.is_empty() {
         return Ok(false);
     }
-    let annotations = annotations_mut(doc);
-    let before = annotations.clone();
+    let mut written: Vec<&str> = Vec::new();
     for entry in entries {
         for (key, value) in &entry.annotations {
-            let existing = annotations
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            let existing = doc.annotation(key).map(str::to_owned);
             let next = match entry.patch_policy.as_str() {
                 "Overwrite" => value.clone(),
                 "MergePatchJson" => match existing.filter(|e| !e.is_empty()) {
@@ -510,10 +500,14 @@ pub fn patch_pod_metadata(
                     None => value.clone(),
                 },
             };
-            annotations.insert(key.clone(), Value::String(next));
+            doc.set_annotation(key.clone(), next);
+            written.push(key);
         }
     }
-    Ok(*annotations != before)
+    // Whether the pod changed: a value set back to what it was is no change.
+    Ok(written
+        .iter()
+        .any(|key| doc.annotation(key) != doc.received_annotation(key)))
 }
 
 fn env_name(e: &Value) -> &str {
@@ -618,9 +612,15 @@ fn field_ref_value(doc: &RawPod<'_>, path: &str) -> Option<String> {
         ("metadata.labels['", "labels"),
     ] {
         if let Some(key) = path.strip_prefix(prefix).and_then(|k| k.strip_suffix("']")) {
-            let map = doc.get(Section::Metadata, field);
-            let value = map.and_then(|m| m.get(key.to_lowercase().as_str()).or(m.get(key)));
-            return Some(value.and_then(Value::as_str).unwrap_or("").to_owned());
+            let lower = key.to_lowercase();
+            let value = if field == "annotations" {
+                doc.annotation(&lower).or(doc.annotation(key))
+            } else {
+                let map = doc.get(Section::Metadata, field);
+                map.and_then(|m| m.get(lower.as_str()).or(m.get(key)))
+                    .and_then(Value::as_str)
+            };
+            return Some(value.unwrap_or("").to_owned());
         }
     }
     None
@@ -1230,28 +1230,18 @@ fn apply(
         *doc.edit(Section::Spec, "imagePullSecrets") = Some(Value::Array(all_secrets));
     }
 
-    let annotations = annotations_mut(doc);
-    for (key, (text, _)) in [
-        (HASH_ANNOTATION, &hashes),
-        (HASH_WITHOUT_IMAGE_ANNOTATION, &hashes_without_image),
+    for (key, (text, literal)) in [
+        (HASH_ANNOTATION, hashes),
+        (HASH_WITHOUT_IMAGE_ANNOTATION, hashes_without_image),
     ] {
-        annotations.insert(key.into(), Value::String(text.clone()));
+        doc.set_annotation_literal(key, text, literal);
     }
-    annotations.insert(
-        INJECTED_LIST_ANNOTATION.into(),
-        Value::String(names.join(",")),
-    );
+    doc.set_annotation(INJECTED_LIST_ANNOTATION, names.join(","));
     if !work_map.is_empty() {
-        annotations.insert(
-            WORKING_HOT_UPGRADE_ANNOTATION.into(),
-            Value::String(gojson::to_string(&work_map)),
-        );
+        doc.set_annotation(WORKING_HOT_UPGRADE_ANNOTATION, gojson::to_string(&work_map));
     }
     for (k, v) in hot_annotations {
-        annotations.insert(k, Value::String(v));
-    }
-    for (text, literal) in [hashes, hashes_without_image] {
-        doc.string_literal(text, literal);
+        doc.set_annotation(k, v);
     }
 }
 
