@@ -428,16 +428,6 @@ pub(crate) fn write_str_inner(out: &mut Vec<u8>, s: &str) {
 
 /// Appends `value` as compact JSON, as serde_json writes it.
 pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
-    write_value_with(out, value, &|_| None);
-}
-
-/// [`write_value`], with the string values for which `literal` knows their JSON string literal (as
-/// [`write_str`] writes it) copied from there instead of escaped again.
-pub(crate) fn write_value_with<'l>(
-    out: &mut Vec<u8>,
-    value: &Value,
-    literal: &impl Fn(&str) -> Option<&'l str>,
-) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -446,17 +436,14 @@ pub(crate) fn write_value_with<'l>(
         Value::Number(n) => {
             let _ = serde_json::to_writer(&mut *out, n);
         }
-        Value::String(s) => match literal(s) {
-            Some(text) => out.extend_from_slice(text.as_bytes()),
-            None => write_str(out, s),
-        },
+        Value::String(s) => write_str(out, s),
         Value::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_value_with(out, item, literal);
+                write_value(out, item);
             }
             out.push(b']');
         }
@@ -468,7 +455,7 @@ pub(crate) fn write_value_with<'l>(
                 }
                 write_str(out, k);
                 out.push(b':');
-                write_value_with(out, v, literal);
+                write_value(out, v);
             }
             out.push(b'}');
         }

@@ -106,7 +106,8 @@ impl<'l> RawContainer<'l> {
     /// Whether the member `key` may mention `word`: its text has it, or has an escape that could spell it.
     /// A test without parsing, so a step can skip members that cannot hold what it looks for.
     pub fn may_contain(self, key: &str, word: &str) -> bool {
-        member(self.members, key).is_some_and(|m| m.text.contains(word) || m.text.contains('\\'))
+        member(self.members, key)
+            .is_some_and(|m| crate::scan::may_spell(m.text.as_bytes(), word.as_bytes()))
     }
 
     /// The string member `key`, `""` when absent or not a string.

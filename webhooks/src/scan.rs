@@ -130,6 +130,24 @@ pub(crate) fn quote_or_backslash(b: &[u8], from: usize) -> usize {
     first_of(b, from, [b'"', b'\\'])
 }
 
+/// Whether JSON text `b` may spell `word`: it has it, or has a `\` (an escape could spell any of it). A
+/// test before decoding, for texts that rarely hold the word.
+pub(crate) fn may_spell(b: &[u8], word: &[u8]) -> bool {
+    let Some((&first, rest)) = word.split_first() else {
+        return true;
+    };
+    let mut i = 0;
+    loop {
+        i = first_of(b, i, [first, b'\\']);
+        match b.get(i) {
+            None => return false,
+            Some(b'\\') => return true,
+            Some(_) if b[i + 1..].starts_with(rest) => return true,
+            Some(_) => i += 1,
+        }
+    }
+}
+
 /// Whether serde_json escapes `c` in a string: `"`, `\`, a control character.
 #[inline]
 pub(crate) fn is_json_escape(c: u8) -> bool {
@@ -167,6 +185,43 @@ mod tests {
     use super::*;
 
     type Search = fn(&[u8], usize) -> usize;
+
+    /// `may_spell` finds the word at every offset and in overlapping near misses, says yes to any backslash,
+    /// and no otherwise (a first byte alone, a word cut at the end).
+    #[test]
+    fn may_spell_finds_the_word_or_an_escape() {
+        let word = b"kruise";
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut text = vec![b'k'; len];
+                assert!(!may_spell(&text, word), "{len} bytes of k");
+                if at + word.len() <= len {
+                    text[at..at + word.len()].copy_from_slice(word);
+                    assert!(may_spell(&text, word), "at {at} of {len}");
+                }
+                let mut text = vec![b'x'; len];
+                if at < len {
+                    text[at] = b'\\';
+                    assert!(may_spell(&text, word), "backslash at {at} of {len}");
+                }
+            }
+        }
+        for (text, found) in [
+            (&b"kruis"[..], false),
+            (b"krkruise", true),
+            (b"kruisekruis", true),
+            (b"KRUISE", false),
+            (b"", false),
+        ] {
+            assert_eq!(
+                may_spell(text, word),
+                found,
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        assert!(may_spell(b"", b""), "the empty word is everywhere");
+    }
 
     /// Every search, on texts of every length below 40 (the sixteen-byte, eight-byte and byte steps) with
     /// one stop at every offset, from every start: the bytes before the stop are near misses (one bit off a
