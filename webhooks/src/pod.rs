@@ -14,6 +14,7 @@ use crate::admission::{AdmissionRequest, Operation};
 use crate::features::FeatureGates;
 use crate::json::{Cursor, string_value};
 use crate::rawpod::{RawPod, Section, elements_of};
+use crate::selector::WithLabel;
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
@@ -157,18 +158,17 @@ fn sidecarset_step(
     if candidates.is_empty() {
         return Ok(());
     }
-    // The Namespace's labels, read only when a candidate has a namespaceSelector (no other reads them).
-    let namespace_labels = candidates
+    // The Namespace, read only when a candidate has a namespaceSelector (no other reads it).
+    let namespace_object = candidates
         .iter()
         .any(|set| set.spec.namespace_selector.is_some())
         .then(|| view.namespace(&namespace))
-        .flatten()
-        .map(|ns| {
-            let mut labels = ns.metadata.labels.clone().unwrap_or_default();
-            // The apiserver sets this label on every Namespace.
-            labels.insert(NAMESPACE_NAME_LABEL.into(), namespace.clone());
-            labels
-        });
+        .flatten();
+    let namespace_labels = namespace_object.as_ref().map(|ns| WithLabel {
+        labels: ns.metadata.labels.as_ref(),
+        // The apiserver sets this label on every Namespace.
+        added: (NAMESPACE_NAME_LABEL, &namespace),
+    });
     let failed = WebhookError::Failed;
     let matched = select::matching(candidates.iter(), pod_labels, namespace_labels.as_ref())
         .map_err(failed)?;

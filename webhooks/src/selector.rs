@@ -4,21 +4,52 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+/// A set of labels a selector reads: a map, or labels with one more ([`WithLabel`]).
+pub trait Labels {
+    /// The value of the label `key`.
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl Labels for BTreeMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
+/// Labels with one more set over them (a Namespace's labels and the `kubernetes.io/metadata.name` the
+/// apiserver sets on every Namespace), without copying the map.
+#[derive(Debug, Clone, Copy)]
+pub struct WithLabel<'l> {
+    /// The labels (none when the object has none).
+    pub labels: Option<&'l BTreeMap<String, String>>,
+    /// The added label's key and value, which stand over a label of that key.
+    pub added: (&'l str, &'l str),
+}
+
+impl Labels for WithLabel<'_> {
+    fn label(&self, key: &str) -> Option<&str> {
+        if key == self.added.0 {
+            return Some(self.added.1);
+        }
+        self.labels.and_then(|l| l.label(key))
+    }
+}
+
 /// Whether `labels` match `selector`. An empty selector matches everything; an unknown operator matches
 /// nothing (the apiserver rejects such selectors when they are stored).
-pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+pub fn matches(selector: &LabelSelector, labels: &(impl Labels + ?Sized)) -> bool {
     let by_labels = selector
         .match_labels
         .as_ref()
-        .is_none_or(|m| m.iter().all(|(k, v)| labels.get(k) == Some(v)));
+        .is_none_or(|m| m.iter().all(|(k, v)| labels.label(k) == Some(v)));
     by_labels
         && selector.match_expressions.as_ref().is_none_or(|exprs| {
             exprs.iter().all(|e| {
                 let values = e.values.as_deref().unwrap_or_default();
-                let value = labels.get(&e.key);
+                let value = labels.label(&e.key);
                 match e.operator.as_str() {
-                    "In" => value.is_some_and(|v| values.contains(v)),
-                    "NotIn" => value.is_none_or(|v| !values.contains(v)),
+                    "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+                    "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
                     "Exists" => value.is_some(),
                     "DoesNotExist" => value.is_none(),
                     _ => false,
@@ -58,6 +89,38 @@ mod tests {
             }]),
             ..Default::default()
         }
+    }
+
+    /// A label set over a map reads first, whatever the map has under its key; the rest read from the map.
+    #[test]
+    fn an_added_label_stands_over_the_map() {
+        let map = labels(&[("kubernetes.io/metadata.name", "other"), ("env", "prod")]);
+        let name = ("kubernetes.io/metadata.name", "shop");
+        let with = WithLabel {
+            labels: Some(&map),
+            added: name,
+        };
+        assert_eq!(with.label("kubernetes.io/metadata.name"), Some("shop"));
+        assert_eq!(with.label("env"), Some("prod"));
+        assert_eq!(with.label("tier"), None);
+        let bare = WithLabel {
+            labels: None,
+            added: name,
+        };
+        assert_eq!(bare.label("env"), None);
+        let sel = LabelSelector {
+            match_labels: Some(labels(&[
+                ("kubernetes.io/metadata.name", "shop"),
+                ("env", "prod"),
+            ])),
+            ..Default::default()
+        };
+        assert!(matches(&sel, &with));
+        assert!(!matches(&sel, &bare));
+        assert!(
+            !matches(&sel, &map),
+            "the map alone names another namespace"
+        );
     }
 
     #[test]

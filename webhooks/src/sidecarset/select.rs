@@ -11,7 +11,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::api::sidecarset::SidecarSet;
-use crate::selector;
+use crate::selector::{self, Labels};
 
 /// Index value of SidecarSets not pinned to namespaces.
 pub const CLUSTER_SCOPE: &str = "clusterScope";
@@ -257,7 +257,7 @@ fn is_empty_selector(sel: &LabelSelector) -> bool {
 pub fn pod_matches(
     set: &SidecarSet,
     pod_labels: &BTreeMap<String, String>,
-    namespace_labels: Option<&BTreeMap<String, String>>,
+    namespace_labels: Option<&impl Labels>,
 ) -> Result<bool, String> {
     if let Some(ns_selector) = &set.spec.namespace_selector {
         // A Namespace that cannot be read, or a selector that cannot be evaluated, is no match.
@@ -286,7 +286,7 @@ pub fn pod_matches(
 pub fn matching<'a>(
     candidates: impl IntoIterator<Item = &'a Arc<SidecarSet>>,
     pod_labels: &BTreeMap<String, String>,
-    namespace_labels: Option<&BTreeMap<String, String>>,
+    namespace_labels: Option<&impl Labels>,
 ) -> Result<Vec<Arc<SidecarSet>>, String> {
     let mut matched: Vec<Arc<SidecarSet>> = Vec::new();
     let mut bases: Vec<String> = Vec::new();
@@ -484,7 +484,7 @@ mod tests {
             json!({}),
         );
         assert_eq!(
-            pod_matches(&s, &pod, None),
+            pod_matches(&s, &pod, None::<&BTreeMap<String, String>>),
             Ok(false),
             "a namespace that cannot be read is no match"
         );
