@@ -682,6 +682,10 @@ impl<'a> RawPod<'a> {
             !is_annotations(section, key),
             "set with RawPod::set_annotation"
         );
+        debug_assert!(
+            !(section == Section::Top && matches!(key, "metadata" | "spec")),
+            "sections are written member by member"
+        );
         let at = match self
             .edits
             .iter()
@@ -1016,6 +1020,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Each operation as its name and path.
+    fn op_paths(ops: &[Op]) -> Vec<String> {
+        ops.iter()
+            .map(|op| format!("{} {}", op.name(), op.path()))
+            .collect()
+    }
+
     fn round_trip(pod: &Value, edit: impl FnOnce(&mut RawPod<'_>)) -> (Value, Vec<Op>) {
         let text = pod.to_string();
         let mut doc = RawPod::parse_str(&text).unwrap();
@@ -1059,12 +1070,8 @@ mod tests {
             result["spec"]["containers"],
             json!([{"name": "s0"}, {"name": "a", "unknown": 1}, {"name": "b", "image": "new"}, {"name": "c"}, {"name": "s1"}])
         );
-        let paths: Vec<String> = ops
-            .iter()
-            .map(|op| format!("{} {}", op.name(), op.path()))
-            .collect();
         assert_eq!(
-            paths,
+            op_paths(&ops),
             [
                 "remove /spec/containers/1",
                 "add /spec/containers/0",
@@ -1335,12 +1342,8 @@ mod tests {
             });
             assert_eq!(result["metadata"], json!({"annotations": {"a": "1"}}));
             assert_eq!(result["spec"], json!({"containers": [{"name": "c"}]}));
-            let paths: Vec<String> = ops
-                .iter()
-                .map(|op| format!("{} {}", op.name(), op.path()))
-                .collect();
             assert_eq!(
-                paths,
+                op_paths(&ops),
                 [
                     "add /apiVersion".to_owned(),
                     format!("{op} /metadata"),

@@ -246,8 +246,13 @@ proptest! {
                 _ => true,
             };
             let metadata = &object["metadata"];
+            let bad_annotations = match &metadata["annotations"] {
+                Value::Null => false,
+                Value::Object(map) => map.values().any(|v| !v.is_string()),
+                _ => true,
+            };
             prop_assert!(!object.is_object() || !(spec.is_object() || spec.is_null()) || !(metadata.is_object() || metadata.is_null())
-                || bad_list("containers") || bad_list("initContainers") || bad_list("volumes"));
+                || bad_annotations || bad_list("containers") || bad_list("initContainers") || bad_list("volumes"));
         }
     }
 
