@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::features::FeatureGates;
-use crate::json::{Cursor, string_value};
-use crate::rawpod::{RawPod, Section, elements_of};
+use crate::json::string_value;
+use crate::rawpod::{RawPod, Section, elements_of, string_map};
 use crate::selector::WithLabel;
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
@@ -54,22 +54,15 @@ fn check_shape(doc: &RawPod<'_>) -> Result<(), String> {
 /// would (a failure is a 400). Read from their text as received: no step writes them (they are not among
 /// [`crate::rawpod::TREE_FIELDS`]), and they are read before any step runs.
 fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
-    let bad = || "metadata.labels: expected a map of strings".to_owned();
     let mut labels = BTreeMap::new();
     let Some(text) = doc.received(Section::Metadata, "labels") else {
         return Ok(labels);
     };
-    let mut cursor = Cursor::new(text, &[]);
-    if cursor.null() {
-        return Ok(labels);
-    }
-    let read = cursor.object(|c, key| {
-        // Not a string, or one that does not decode (a lone surrogate, which serde refuses too).
-        let value = c.string().flatten().ok_or_else(bad)?;
+    // In order: the last of a key written twice stands, as when decoding.
+    for (key, value) in string_map(text, "labels")?.into_iter().flatten() {
         labels.insert(key.into_owned(), value.into_owned());
-        Ok(())
-    });
-    read.unwrap_or_else(|| Err(bad())).map(|()| labels)
+    }
+    Ok(labels)
 }
 
 /// Whether the pod's controller is a Kruise workload: a controller owner reference whose apiVersion is in
@@ -118,13 +111,6 @@ fn readiness_gate(doc: &mut RawPod<'_>, req: &AdmissionRequest, gates: &FeatureG
     }
 }
 
-/// The string member `key` of the pod's metadata (`""` when absent or not a string).
-pub(crate) fn metadata_str<'d>(doc: &'d RawPod<'_>, key: &str) -> &'d str {
-    doc.get(Section::Metadata, key)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
 fn is_active(doc: &RawPod<'_>) -> bool {
     let phase = doc
         .get(Section::Top, "status")
@@ -150,7 +136,7 @@ fn sidecarset_step(
     if req.operation != Operation::Create || !is_active(doc) {
         return Ok(());
     }
-    let namespace = Some(metadata_str(doc, "namespace"))
+    let namespace = Some(doc.metadata_str("namespace"))
         .filter(|n| !n.is_empty())
         .unwrap_or("default")
         .to_owned();
@@ -211,7 +197,7 @@ pub fn mutate(
     check_shape(&doc).map_err(WebhookError::Decode)?;
     let labels = pod_labels(&doc).map_err(WebhookError::Decode)?;
     // The namespace is filled in as received, so it never appears in the patch (§3 step 2).
-    if metadata_str(&doc, "namespace").is_empty()
+    if doc.metadata_str("namespace").is_empty()
         && let Some(ns) = req.namespace.as_deref().filter(|n| !n.is_empty())
     {
         doc.fill_namespace(ns);

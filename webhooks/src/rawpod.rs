@@ -38,6 +38,18 @@ enum Presence {
     Present,
 }
 
+impl Presence {
+    /// The operation that writes `value` whole at `path`, where a value was as received in this way: an
+    /// add where there was none, a replace of `null` or of what was there.
+    fn write_whole(self, path: String, value: Json) -> Op {
+        if self == Self::Absent {
+            Op::Add { path, value }
+        } else {
+            Op::Replace { path, value }
+        }
+    }
+}
+
 /// One element of a list a step has rewritten.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
@@ -336,12 +348,7 @@ impl<'a> RawList<'a> {
             }
             text.push(b']');
             let value = Json::Text(patch::written_text(text));
-            let path = self.pointer(None);
-            ops.push(if self.presence == Presence::Absent {
-                Op::Add { path, value }
-            } else {
-                Op::Replace { path, value }
-            });
+            ops.push(self.presence.write_whole(self.pointer(None), value));
             return;
         }
         // Removed originals from the back, then new elements at their final index in ascending order: each
@@ -472,8 +479,11 @@ impl Edit {
     }
 }
 
-/// `metadata.annotations` as received: whether it was there, and its entries in order.
-type Annotations<'a> = (Presence, Vec<(Cow<'a, str>, Cow<'a, str>)>);
+/// The entries of a map of strings as received, in order.
+type Entries<'a> = Vec<(Cow<'a, str>, Cow<'a, str>)>;
+
+/// `metadata.annotations` as received: whether it was there, and its entries.
+type Annotations<'a> = (Presence, Entries<'a>);
 
 /// An annotation a step set: its value, and the value's JSON string literal when the step wrote one (a hash
 /// annotation is JSON text, with a quote every few bytes: the patch copies the literal instead of escaping
@@ -508,13 +518,13 @@ pub struct RawPod<'a> {
     pub volumes: RawList<'a>,
 }
 
-/// The entries of `metadata.annotations` from its text: a map of strings (or `null`), as decoding into a
-/// Pod requires.
-fn annotation_entries(text: &str) -> Result<Annotations<'_>, String> {
-    let bad = || "metadata.annotations: expected a map of strings".to_owned();
+/// The entries, in order, of the metadata member `key` (labels, annotations) from its text: a map of
+/// strings, or `null` (`None`), as decoding into a Pod requires; a message naming the member otherwise.
+pub(crate) fn string_map<'t>(text: &'t str, key: &str) -> Result<Option<Entries<'t>>, String> {
+    let bad = || format!("metadata.{key}: expected a map of strings");
     let mut cursor = Cursor::new(text, &[]);
     if cursor.null() {
-        return Ok((Presence::Null, Vec::new()));
+        return Ok(None);
     }
     let mut entries = Vec::new();
     cursor
@@ -525,7 +535,7 @@ fn annotation_entries(text: &str) -> Result<Annotations<'_>, String> {
             Ok(())
         })
         .unwrap_or_else(|| Err(bad()))?;
-    Ok((Presence::Present, entries))
+    Ok(Some(entries))
 }
 
 /// The tree of a member of the pod (valid JSON); where it cannot be built, serde_json's message.
@@ -603,7 +613,10 @@ impl<'a> RawPod<'a> {
             )??;
         let [metadata, spec] = sections;
         let annotations = match annotations {
-            Some(text) => annotation_entries(text)?,
+            Some(text) => match string_map(text, ANNOTATIONS)? {
+                Some(entries) => (Presence::Present, entries),
+                None => (Presence::Null, Vec::new()),
+            },
             None => (Presence::Absent, Vec::new()),
         };
         let [init_containers, containers, volumes] = lists;
@@ -796,6 +809,13 @@ impl<'a> RawPod<'a> {
         Value::Object(pod)
     }
 
+    /// The string member `key` of `metadata` as it stands (`""` when absent or not a string).
+    pub fn metadata_str(&self, key: &str) -> &str {
+        self.get(Section::Metadata, key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
     /// The annotation `key` as it stands: as a step set it, or else as received.
     pub fn annotation(&self, key: &str) -> Option<&str> {
         match self.set_annotations.iter().rev().find(|s| s.key == key) {
@@ -904,13 +924,8 @@ impl<'a> RawPod<'a> {
         let at = [Step::Key("metadata"), Step::Key(ANNOTATIONS)];
         let presence = self.annotations.0;
         if presence != Presence::Present {
-            let path = patch::pointer(at);
             let value = Json::Text(annotations_text(changes));
-            ops.push(if presence == Presence::Absent {
-                Op::Add { path, value }
-            } else {
-                Op::Replace { path, value }
-            });
+            ops.push(presence.write_whole(patch::pointer(at), value));
             return;
         }
         for set in changes {
@@ -959,12 +974,7 @@ impl<'a> RawPod<'a> {
             return;
         }
         let path = patch::pointer([Step::Key(section.key())]);
-        let value = Json::Value(Value::Object(map));
-        ops.push(if presence == Presence::Absent {
-            Op::Add { path, value }
-        } else {
-            Op::Replace { path, value }
-        });
+        ops.push(presence.write_whole(path, Json::Value(Value::Object(map))));
     }
 
     /// The operations of one member a step wrote, in a section as received.

@@ -17,7 +17,6 @@ use crate::api::sidecarset::{
 };
 use crate::gojson;
 use crate::patch::{Json, write_str, write_value, written_text};
-use crate::pod::metadata_str;
 use crate::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
 
 /// `kruise.io/sidecarset-injected-list`.
@@ -420,16 +419,12 @@ fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
     plain
 }
 
-fn annotation<'d>(doc: &'d RawPod<'_>, key: &str) -> Option<&'d str> {
-    doc.annotation(key)
-}
-
 /// Reads a hash annotation: the current shape, else the legacy map of name to hash (§4.6).
 fn read_upgrade_specs(
     doc: &RawPod<'_>,
     key: &'static str,
 ) -> Result<Entries<'static>, InjectError> {
-    let Some(raw) = annotation(doc, key).filter(|v| !v.is_empty()) else {
+    let Some(raw) = doc.annotation(key).filter(|v| !v.is_empty()) else {
         return Ok(Entries::default());
     };
     fn entries(specs: impl IntoIterator<Item = (String, UpgradeSpec)>) -> Entries<'static> {
@@ -446,8 +441,8 @@ fn read_upgrade_specs(
                 (name, spec)
             }))),
             Err(_) => Err(InjectError::InvalidHashAnnotation {
-                namespace: metadata_str(doc, "namespace").to_owned(),
-                name: metadata_str(doc, "name").to_owned(),
+                namespace: doc.metadata_str("namespace").to_owned(),
+                name: doc.metadata_str("name").to_owned(),
                 key,
                 value: raw.to_owned(),
                 reason: current.to_string(),
@@ -1046,11 +1041,13 @@ pub fn inject(
     let metadata_changed = patch_pod_metadata(doc, matched)?;
     let mut hashes = read_upgrade_specs(doc, HASH_ANNOTATION)?;
     let mut hashes_without_image = read_upgrade_specs(doc, HASH_WITHOUT_IMAGE_ANNOTATION)?;
-    let mut work_map: BTreeMap<String, String> = annotation(doc, WORKING_HOT_UPGRADE_ANNOTATION)
+    let mut work_map: BTreeMap<String, String> = doc
+        .annotation(WORKING_HOT_UPGRADE_ANNOTATION)
         .and_then(|v| serde_json::from_str(v).ok())
         .unwrap_or_default();
     // The injected list: the names it had, and those of `matched`.
-    let names: NameSet<'_> = annotation(doc, INJECTED_LIST_ANNOTATION)
+    let names: NameSet<'_> = doc
+        .annotation(INJECTED_LIST_ANNOTATION)
         .filter(|v| !v.is_empty())
         .into_iter()
         .flat_map(|v| v.split(','))
