@@ -40,6 +40,7 @@ pub(crate) fn validate(text: &str) -> Option<Ends> {
 }
 
 fn check(b: &[u8], ends: &mut Ends, max_ends: usize) -> Option<()> {
+    let mut stops = Stops::new(b);
     // The open containers, innermost last: whether it is an object, and its place in `ends` (`usize::MAX`
     // once `max_ends` are recorded: the rest are read through).
     let mut open: Vec<(bool, usize)> = Vec::with_capacity(16);
@@ -67,12 +68,12 @@ fn check(b: &[u8], ends: &mut Ends, max_ends: usize) -> Option<()> {
                     }
                     open.push((object, at));
                     if object {
-                        i = key(b, i)?;
+                        i = key(b, i, &mut stops)?;
                     }
                     continue 'value;
                 }
             }
-            b'"' => i = string(b, i)?,
+            b'"' => i = stops.string(i)?,
             b't' => i = literal(b, i, b"true")?,
             b'f' => i = literal(b, i, b"false")?,
             b'n' => i = literal(b, i, b"null")?,
@@ -87,7 +88,7 @@ fn check(b: &[u8], ends: &mut Ends, max_ends: usize) -> Option<()> {
                 (Some(&(object, _)), Some(b',')) => {
                     i = whitespace(b, i + 1);
                     if object {
-                        i = key(b, i)?;
+                        i = key(b, i, &mut stops)?;
                     }
                     continue 'value;
                 }
@@ -127,24 +128,64 @@ fn whitespace(b: &[u8], mut i: usize) -> usize {
 }
 
 /// A member's key at `i` and its `:`: the index of the value after it.
-fn key(b: &[u8], i: usize) -> Option<usize> {
+#[inline(always)]
+fn key(b: &[u8], i: usize, stops: &mut Stops<'_>) -> Option<usize> {
     if b.get(i) != Some(&b'"') {
         return None;
     }
-    let i = whitespace(b, string(b, i)?);
+    let i = whitespace(b, stops.string(i)?);
     (b.get(i) == Some(&b':')).then(|| whitespace(b, i + 1))
 }
 
-/// The index just past the valid string whose opening quote is at `open`.
-#[inline(always)]
-fn string(b: &[u8], open: usize) -> Option<usize> {
-    let mut j = open + 1;
-    loop {
-        j = scan::json_escape(b, j);
-        if *b.get(j)? == b'"' {
-            return Some(j + 1);
+/// Where the strings of a text stop (a `"`, a `\`, a control character), found from the bit mask of their
+/// 64-byte block: the validator moves forward, so each block's mask is computed once for all its strings.
+struct Stops<'b> {
+    b: &'b [u8],
+    /// The block whose mask is held (`usize::MAX` before the first).
+    block: usize,
+    mask: u64,
+}
+
+impl<'b> Stops<'b> {
+    fn new(b: &'b [u8]) -> Self {
+        Self {
+            b,
+            block: usize::MAX,
+            mask: 0,
         }
-        j = escape(b, j)?;
+    }
+
+    /// The first stop at or after `j` (`b.len()` when none).
+    #[inline(always)]
+    fn next(&mut self, mut j: usize) -> usize {
+        loop {
+            let block = j / 64;
+            if block != self.block {
+                if j >= self.b.len() {
+                    return self.b.len();
+                }
+                self.mask = scan::json_escapes_in_block(self.b, block * 64);
+                self.block = block;
+            }
+            let ahead = self.mask >> (j % 64);
+            if ahead != 0 {
+                return j + ahead.trailing_zeros() as usize;
+            }
+            j = (block + 1) * 64;
+        }
+    }
+
+    /// The index just past the valid string whose opening quote is at `open`.
+    #[inline(always)]
+    fn string(&mut self, open: usize) -> Option<usize> {
+        let mut j = open + 1;
+        loop {
+            j = self.next(j);
+            if *self.b.get(j)? == b'"' {
+                return Some(j + 1);
+            }
+            j = escape(self.b, j)?;
+        }
     }
 }
 

@@ -167,6 +167,39 @@ pub(crate) fn json_escape(b: &[u8], from: usize) -> usize {
     )
 }
 
+/// The bytes of `b` from `start` that serde_json escapes in a string ([`is_json_escape`]), as bits (bit `k` for
+/// `b[start + k]`) over the 64 bytes from `start`; bytes past the end of `b` are not hits. One mask serves all
+/// the strings of a block: a validator moving forward through a text computes each block's once.
+pub(crate) fn json_escapes_in_block(b: &[u8], start: usize) -> u64 {
+    match b.get(start..start + 64) {
+        Some(block) => escapes_in(block.try_into().expect("64 bytes")),
+        None => {
+            // The last block, padded with spaces (not hits).
+            let mut block = [b' '; 64];
+            let rest = b.get(start..).unwrap_or_default();
+            block[..rest.len()].copy_from_slice(rest);
+            escapes_in(&block)
+        }
+    }
+}
+
+/// [`json_escapes_in_block`] of 64 bytes.
+#[inline(always)]
+fn escapes_in(block: &[u8; 64]) -> u64 {
+    let mut mask = 0;
+    #[cfg(target_feature = "sse2")]
+    for (k, chunk) in block.chunks_exact(16).enumerate() {
+        let v = lanes::load(chunk);
+        let hits = lanes::or(lanes::either(v, [b'"', b'\\']), lanes::control(v));
+        mask |= u64::from(lanes::mask(hits)) << (16 * k);
+    }
+    #[cfg(not(target_feature = "sse2"))]
+    for (k, &c) in block.iter().enumerate() {
+        mask |= u64::from(is_json_escape(c)) << k;
+    }
+    mask
+}
+
 /// The index of the first `~` or `/` in `b` at or after `from` (`b.len()` when none): the bytes a JSON
 /// pointer encodes (RFC 6901 §3).
 pub(crate) fn pointer_escape(b: &[u8], from: usize) -> usize {
@@ -254,6 +287,29 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The block masks flag exactly the bytes `is_json_escape` flags, in whole blocks and in the last,
+    /// padded one, whatever the text's length; past the end nothing is flagged.
+    #[test]
+    fn block_masks_flag_the_escapes_of_their_block() {
+        let alphabet = b"\"\\ a\x00\x1f\x20\x7f\x80\xe2\xff}";
+        for len in [0, 1, 15, 16, 63, 64, 65, 127, 128, 130, 200] {
+            let text: Vec<u8> = (0..len)
+                .map(|i| alphabet[(i * 7 + i / 3) % alphabet.len()])
+                .collect();
+            for start in (0..=len + 64).step_by(64) {
+                let expected = (0..64).fold(0u64, |mask, k| {
+                    let hit = text.get(start + k).is_some_and(|&c| is_json_escape(c));
+                    mask | (u64::from(hit) << k)
+                });
+                assert_eq!(
+                    json_escapes_in_block(&text, start),
+                    expected,
+                    "{len} from {start}"
+                );
             }
         }
     }
