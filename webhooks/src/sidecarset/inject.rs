@@ -519,8 +519,13 @@ fn is_injected_sidecar(c: RawContainer<'_>) -> bool {
 fn subpath_vars(expr: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = expr;
-    while let Some(start) = rest.find("$(") {
-        let after = &rest[start + 2..];
+    // `$(` found by its `$`: a search for one byte, where one for two would set up a substring searcher
+    // on every mount.
+    while let Some(dollar) = rest.find('$') {
+        let Some(after) = rest[dollar + 1..].strip_prefix('(') else {
+            rest = &rest[dollar + 1..];
+            continue;
+        };
         let Some(end) = after.find(')') else { break };
         let name = &after[..end];
         let valid = name

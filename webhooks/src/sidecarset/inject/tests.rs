@@ -915,3 +915,27 @@ fn a_sidecar_taking_nothing_from_the_pod_is_written_once_and_shared() {
         json!([{"name": "IS_INJECTED", "value": "true"}])
     );
 }
+
+/// `$(NAME)` references are read wherever they stand; a `$` without `(`, an unclosed `$(` and an invalid
+/// name are not references.
+#[test]
+fn subpath_vars_reads_each_reference() {
+    for (expr, vars) in [
+        (
+            "foo/$(POD_NAME)/$(OD_NAME)/conf",
+            &["POD_NAME", "OD_NAME"][..],
+        ),
+        ("$$(A)", &["A"]),
+        ("$A/$(B)", &["B"]),
+        ("$(a.b-c_d)x", &["a.b-c_d"]),
+        ("$(1bad)/$(ok1)", &["ok1"]),
+        ("$()/$(-x)", &["-x"]),
+        ("$(A", &[]),
+        ("$(A)$(", &["A"]),
+        ("$", &[]),
+        ("", &[]),
+        ("plain/path", &[]),
+    ] {
+        assert_eq!(subpath_vars(expr), vars, "{expr:?}");
+    }
+}
