@@ -134,6 +134,15 @@ async fn bad_input_over_tls_gets_4xx_and_the_server_keeps_serving() {
         .connect("localhost".try_into().unwrap(), tcp)
         .await
         .unwrap();
+    // The server follows the client's order, which puts AES-128-GCM first as Go's (the apiserver's) does.
+    assert_eq!(
+        stream
+            .get_ref()
+            .1
+            .negotiated_cipher_suite()
+            .map(|s| s.suite()),
+        Some(rustls::CipherSuite::TLS13_AES_128_GCM_SHA256)
+    );
     stream
         .write_all(b"POST /validate-namespace HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"apiVer")
         .await

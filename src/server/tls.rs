@@ -102,8 +102,13 @@ pub fn client_config(ca_pem: &[u8], alpn: &[&[u8]]) -> Result<rustls::ClientConf
     if roots.is_empty() {
         return Err(TlsError::NoCertificate);
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let mut provider = rustls::crypto::ring::default_provider();
+    // The suites in the order Go's crypto/tls (the apiserver's) offers them on AES hardware: AES-128-GCM
+    // first (rustls puts AES-256-GCM first); this server follows the client's order.
+    provider
+        .cipher_suites
+        .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| TlsError::Certificate(e.to_string()))?
         .with_root_certificates(roots)
