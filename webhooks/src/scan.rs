@@ -73,6 +73,12 @@ mod lanes {
         or(equal(v, x), equal(v, y))
     }
 
+    /// The lanes serde_json escapes in a string ([`super::is_json_escape`]).
+    #[inline(always)]
+    pub(super) fn json_escapes(v: m128i) -> m128i {
+        or(either(v, [b'"', b'\\']), control(v))
+    }
+
     /// One bit per lane, lane 0 lowest.
     #[inline(always)]
     pub(super) fn mask(v: m128i) -> u32 {
@@ -161,7 +167,7 @@ pub(crate) fn json_escape(b: &[u8], from: usize) -> usize {
         b,
         from,
         #[cfg(target_feature = "sse2")]
-        |v| lanes::or(lanes::either(v, [b'"', b'\\']), lanes::control(v)),
+        lanes::json_escapes,
         |w| bytes_either(w, [b'"', b'\\']) | control_bytes(w),
         is_json_escape,
     )
@@ -189,8 +195,7 @@ fn escapes_in(block: &[u8; 64]) -> u64 {
     let mut mask = 0;
     #[cfg(target_feature = "sse2")]
     for (k, chunk) in block.chunks_exact(16).enumerate() {
-        let v = lanes::load(chunk);
-        let hits = lanes::or(lanes::either(v, [b'"', b'\\']), lanes::control(v));
+        let hits = lanes::json_escapes(lanes::load(chunk));
         mask |= u64::from(lanes::mask(hits)) << (16 * k);
     }
     #[cfg(not(target_feature = "sse2"))]
