@@ -194,24 +194,26 @@ pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> String {
                     start = i + 1;
                 }
             }
-            Step::Index(i) => {
-                // Decimal digits without the formatting machinery (a pointer per injected element).
-                let mut digits = [0u8; 20];
-                let mut at = digits.len();
-                let mut n = i;
-                loop {
-                    at -= 1;
-                    digits[at] = b'0' + (n % 10) as u8;
-                    n /= 10;
-                    if n == 0 {
-                        break;
-                    }
-                }
-                out.extend(digits[at..].iter().map(|&d| char::from(d)));
-            }
+            Step::Index(i) => push_index(&mut out, i),
         }
     }
     out
+}
+
+/// Appends the decimal digits of `i`, without the formatting machinery (a pointer per injected element).
+pub(crate) fn push_index(out: &mut String, i: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 struct Differ<'a> {

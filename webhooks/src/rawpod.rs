@@ -308,8 +308,15 @@ impl<'a> RawList<'a> {
     }
 
     fn pointer(&self, index: Option<usize>) -> String {
-        let list = [Step::Key("spec"), Step::Key(self.key)];
-        patch::pointer(list.into_iter().chain(index.map(Step::Index)))
+        // The list keys are ours (`containers`, ...): nothing in them to encode.
+        let mut out = String::with_capacity(32);
+        out.push_str("/spec/");
+        out.push_str(self.key);
+        if let Some(i) = index {
+            out.push('/');
+            patch::push_index(&mut out, i);
+        }
+        out
     }
 
     /// Operations turning the list as received into the result (none when it was not set or is the same).
@@ -874,8 +881,9 @@ impl<'a> RawPod<'a> {
     /// wrote, what changed in it, in the pod's key order (a section absent or null is added whole), then the
     /// changes to the lists.
     pub fn into_patch(mut self) -> Vec<Op> {
-        let mut ops = Vec::new();
         let mut annotations = self.annotation_changes();
+        // One operation per edit and annotation, and a few per list: one allocation for most pods.
+        let mut ops = Vec::with_capacity(self.edits.len() + annotations.len() + 8);
         let mut edits = std::mem::take(&mut self.edits);
         if !annotations.is_empty() {
             // In its place among the members steps wrote: the annotations' edit, whose operations come

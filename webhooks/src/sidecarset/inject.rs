@@ -856,7 +856,14 @@ impl Sidecar<'_, '_> {
             .map(|(key, _)| key)
             .peekable();
         let written = self.base.written();
-        let mut out = Vec::with_capacity(written.len() + 256);
+        // Room for the pod's elements copied in, and for what else is written (env, resources, name): one
+        // allocation.
+        let copied: usize = [&self.env, &self.mounts, &self.devices]
+            .into_iter()
+            .flatten()
+            .map(|e| e.text().len() + 1)
+            .sum();
+        let mut out = Vec::with_capacity(written.len() + copied + 256);
         out.push(b'{');
         let comma = |out: &mut Vec<u8>| {
             if out.len() > 1 {
