@@ -3,7 +3,9 @@
 //! for this request only), carry out side effects, count, log one line, encode the answer in the request's
 //! AdmissionReview version.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -161,17 +163,26 @@ async fn read_body(headers: &HeaderMap, body: Body, timeout: Duration) -> Result
     if declared.is_some_and(|n| n > MAX_REVIEW_BYTES as u64) {
         return Err(too_large());
     }
-    match tokio::time::timeout(timeout, Limited::new(body, MAX_REVIEW_BYTES).collect()).await {
-        Err(_) => Err(Early::new(
-            StatusCode::REQUEST_TIMEOUT,
-            format!("request body not received within {}s", timeout.as_secs()),
-        )),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Ok(Err(e)) => Err(Early::new(
+    let mut collect = std::pin::pin!(Limited::new(body, MAX_REVIEW_BYTES).collect());
+    // A body that came in with its head (most: the apiserver writes a review whole) is read at once, without
+    // arming a timer; only one still arriving is given `timeout` to finish.
+    let first = std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
+    let collected = match first {
+        Poll::Ready(collected) => collected,
+        Poll::Pending => tokio::time::timeout(timeout, collect).await.map_err(|_| {
+            Early::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("request body not received within {}s", timeout.as_secs()),
+            )
+        })?,
+    };
+    match collected {
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(Early::new(
             StatusCode::BAD_REQUEST,
             format!("reading request body: {e}"),
         )),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(collected) => Ok(collected.to_bytes()),
     }
 }
 
