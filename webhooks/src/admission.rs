@@ -956,6 +956,13 @@ mod tests {
             r#""request":{"uid":"a\"b\u00e9\n","kind":{"group":"apps","version":"v1","kind":"Deployment","kind2":"x"},"requestKind":{"group":"apps","version":"v1beta1","kind":"Deployment"},"requestResource":{"group":"apps","version":"v1beta1","resource":"deployments"},"requestSubResource":"scale","namespace":"","operation":"CONNECT","dryRun":true,"object":{}}"#,
             r#""request":{"operation":"DELETE","userInfo":{"username":null,"uid":"u","groups":[],"extra":{"a":["1","2"],"b":[],"a":["3"]},"more":{}},"dryRun":false}"#,
             r#""request":{"operation":"CREATE","userInfo":{"username":"x","groups":["a", "b\tc" ]}, "object" : {"a":1} }"#,
+            // The group/version/kind spellings around the apiserver's compact one, read in one pass.
+            r#""request":{"kind":{"group":"","version":"v1","kind":"Pod"},"requestKind":{"group":"","version":"v1","kind":"Pod","x":1},"operation":"CREATE"}"#,
+            r#""request":{"kind":{"version":"v1","group":"","kind":"Pod"},"requestKind":{"group":"","version":"v\u0031","kind":"Pod"},"operation":"CREATE"}"#,
+            r#""request":{"kind":{"group":"" ,"version":"v1","kind":"Pod"},"requestKind":{"group":"","version":"v1"},"operation":"CREATE"}"#,
+            r#""request":{"kind":{"group":"","version":"v1","kind":"Pod" },"requestKind":{"group":"a\"b","version":"v1","kind":"P"},"operation":"CREATE"}"#,
+            r#""request":{"kind":{"group":"","version":"v1","kinds":"Pod"},"requestKind":{"group":"","version":"v1","kind":""},"operation":"CREATE"}"#,
+            r#""request":{"kind": {"group":"","version":"v1","kind":"Pod"},"requestKind":{},"operation":"CREATE"}"#,
         ] {
             let body = format!("{head}{request}}}");
             assert!(read_directly(&body), "{body}");
