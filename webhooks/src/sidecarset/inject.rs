@@ -474,26 +474,30 @@ pub fn patch_pod_metadata(
                 "Overwrite" => value.clone(),
                 "MergePatchJson" => match existing.filter(|e| !e.is_empty()) {
                     Some(existing) => {
-                        let mut doc: Value = serde_json::from_str(&existing).map_err(|e| {
-                            InjectError::MergePatch(format!(
-                                "invalid JSON document in annotation {key}: {e}"
-                            ))
-                        })?;
-                        let patch: Value = serde_json::from_str(value).map_err(|e| {
-                            InjectError::MergePatch(format!(
-                                "invalid JSON merge patch for annotation {key}: {e}"
-                            ))
-                        })?;
+                        // evanphx/json-patch's errors, which OpenKruise returns as they are: a value that
+                        // is not JSON or is `null`, a patch that is neither an object nor an array.
+                        let mut doc: Value = serde_json::from_str(&existing)
+                            .ok()
+                            .filter(|v: &Value| !v.is_null())
+                            .ok_or_else(|| {
+                                InjectError::MergePatch("Invalid JSON Document".into())
+                            })?;
+                        let patch: Value = serde_json::from_str(value)
+                            .ok()
+                            .filter(|v: &Value| v.is_object() || v.is_array())
+                            .ok_or_else(|| InjectError::MergePatch("Invalid JSON Patch".into()))?;
                         json_patch::merge(&mut doc, &patch);
                         gojson::to_string(&doc)
                     }
                     None => value.clone(),
                 },
-                // Retain, and an empty policy.
-                _ => match existing {
+                "Retain" | "" => match existing {
                     Some(_) => continue,
                     None => value.clone(),
                 },
+                // Any other policy (validation only asks for one to be set) does nothing, as OpenKruise's
+                // switch without a default.
+                _ => continue,
             };
             doc.set_annotation(key.clone(), next);
             written.push(key);
@@ -537,8 +541,12 @@ fn subpath_vars(expr: &str) -> Vec<&str> {
                 .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
         if valid {
             out.push(name);
+            rest = &after[end + 1..];
+        } else {
+            // As the regex does: no match here, so the next try starts at the next character (`$($(A))` holds
+            // `$(A)`).
+            rest = &rest[dollar + 1..];
         }
-        rest = &after[end + 1..];
     }
     out
 }
@@ -592,11 +600,14 @@ fn transfer_envs<'l>(
             },
         };
         for name in names.iter() {
+            // OpenKruise looks the env up in a map keyed "<container>/<name>": a later definition of the
+            // same name wins.
             let found = containers
                 .iter()
                 .filter(|c| c.name() == source && c.may_contain("env", name))
                 .flat_map(|c| c.elements("env"))
-                .find(|e| e.str("name") == name);
+                .filter(|e| e.str("name") == name)
+                .last();
             if let Some(e) = found {
                 out.push(e);
             }
@@ -612,12 +623,13 @@ fn field_ref_value(doc: &RawPod<'_>, path: &str) -> Option<String> {
         ("metadata.labels['", "labels"),
     ] {
         if let Some(key) = path.strip_prefix(prefix).and_then(|k| k.strip_suffix("']")) {
-            let lower = key.to_lowercase();
+            // The key as written (OpenKruise lower-cases it only to check it is a qualified name, which
+            // validation already did).
             let value = if field == "annotations" {
-                doc.annotation(&lower).or(doc.annotation(key))
+                doc.annotation(key)
             } else {
-                let map = doc.get(Section::Metadata, field);
-                map.and_then(|m| m.get(lower.as_str()).or(m.get(key)))
+                doc.get(Section::Metadata, field)
+                    .and_then(|m| m.get(key))
                     .and_then(Value::as_str)
             };
             return Some(value.unwrap_or("").to_owned());
@@ -1053,10 +1065,6 @@ pub fn inject(
     let metadata_changed = patch_pod_metadata(doc, matched)?;
     let mut hashes = read_upgrade_specs(doc, HASH_ANNOTATION)?;
     let mut hashes_without_image = read_upgrade_specs(doc, HASH_WITHOUT_IMAGE_ANNOTATION)?;
-    let mut work_map: BTreeMap<String, String> = doc
-        .annotation(WORKING_HOT_UPGRADE_ANNOTATION)
-        .and_then(|v| serde_json::from_str(v).ok())
-        .unwrap_or_default();
     // The injected list: the names it had, and those of `matched`.
     let names: NameSet<'_> = doc
         .annotation(INJECTED_LIST_ANNOTATION)
@@ -1139,7 +1147,17 @@ pub fn inject(
     if built.init_containers.is_empty() && built.containers.is_empty() {
         return Ok(metadata_changed);
     }
-    work_map.extend(std::mem::take(&mut built.work_map));
+    // The work map is written only when a hot-upgrade sidecar went in (§6.1): the pod's entries, then ours.
+    let work_map = if built.work_map.is_empty() {
+        BTreeMap::new()
+    } else {
+        let mut map: BTreeMap<String, String> = doc
+            .annotation(WORKING_HOT_UPGRADE_ANNOTATION)
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default();
+        map.extend(std::mem::take(&mut built.work_map));
+        map
+    };
     let annotations = upgrade_specs_texts([&hashes, &hashes_without_image], &fresh, options.now);
     apply(doc, built, options, annotations, work_map, names);
     Ok(true)

@@ -89,11 +89,16 @@ pub fn historical(
         ]);
         view.controller_revisions(kruise_namespace, &labels)
             .into_iter()
-            // Highest .revision; on a tie, the first by name (DECISIONS 12).
+            // The last in Kubernetes' history order (SortControllerRevisions): by .revision, then
+            // creationTimestamp (absent = Go's zero time, the earliest), then name.
             .max_by(|a, b| {
                 a.revision
                     .cmp(&b.revision)
-                    .then_with(|| b.metadata.name.cmp(&a.metadata.name))
+                    .then_with(|| {
+                        (a.metadata.creation_timestamp.as_ref())
+                            .cmp(&b.metadata.creation_timestamp.as_ref())
+                    })
+                    .then_with(|| a.metadata.name.cmp(&b.metadata.name))
             })
             .ok_or_else(|| format!("ControllerRevision.apps \"{}\" not found", set.name()))?
     } else {
@@ -223,6 +228,63 @@ mod tests {
         assert_eq!(
             chosen.status.as_ref().unwrap().latest_revision.as_deref(),
             Some("sidecarset1-2")
+        );
+    }
+
+    #[test]
+    fn equal_revision_numbers_are_ordered_as_kubernetes_history() {
+        // SortControllerRevisions: by .revision, then creationTimestamp, then name; the last one is taken.
+        let pick = |revisions: Vec<Value>| {
+            let mut view = FixtureCluster::default();
+            for r in revisions {
+                view.insert(r).unwrap();
+            }
+            let chosen = choose(
+                &set(json!({"customVersion": "v1"}), json!({})),
+                &BTreeMap::new(),
+                &view,
+                "kruise-system",
+                0.5,
+            )
+            .unwrap();
+            image(&chosen).to_owned()
+        };
+        let at = |mut r: Value, time: &str| {
+            r["metadata"]["creationTimestamp"] = json!(time);
+            r
+        };
+        assert_eq!(
+            pick(vec![
+                revision("sidecarset1-b", 3, "v1", "img:bbb"),
+                revision("sidecarset1-a", 3, "v1", "img:aaa"),
+            ]),
+            "img:bbb",
+            "same number and time: the greater name"
+        );
+        assert_eq!(
+            pick(vec![
+                at(
+                    revision("sidecarset1-b", 3, "v1", "img:bbb"),
+                    "2026-01-01T00:00:00Z"
+                ),
+                at(
+                    revision("sidecarset1-a", 3, "v1", "img:aaa"),
+                    "2026-02-01T00:00:00Z"
+                ),
+            ]),
+            "img:aaa",
+            "same number: the later creation"
+        );
+        assert_eq!(
+            pick(vec![
+                at(
+                    revision("sidecarset1-z", 2, "v1", "img:zzz"),
+                    "2026-03-01T00:00:00Z"
+                ),
+                revision("sidecarset1-a", 3, "v1", "img:aaa"),
+            ]),
+            "img:aaa",
+            "the highest number first"
         );
     }
 

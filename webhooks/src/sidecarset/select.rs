@@ -271,8 +271,18 @@ pub fn pod_matches(
     let Some(sel) = &set.spec.selector else {
         return Ok(false);
     };
-    if let Some(e) = selector_error(sel) {
-        return Err(e);
+    // Kruise's ValidatedLabelSelectorAsSelector checks the operators only: `In` without values matches
+    // nothing, `Exists` with values matches on the key, as `selector::matches` reads them.
+    if let Some(e) = sel.match_expressions.iter().flatten().find(|e| {
+        !matches!(
+            e.operator.as_str(),
+            "In" | "NotIn" | "Exists" | "DoesNotExist"
+        )
+    }) {
+        return Err(format!(
+            "{:?} is not a valid pod selector operator",
+            e.operator
+        ));
     }
     // An empty selector selects everything in Go, and Kruise then treats that as "no match".
     Ok(!is_empty_selector(sel) && selector::matches(sel, pod_labels))
@@ -465,14 +475,22 @@ mod tests {
         );
         assert_eq!(
             pod_matches(&bad, &pod, Some(&ns)),
-            Err("\"Near\" is not a valid label selector operator".into())
+            Err("\"Near\" is not a valid pod selector operator".into())
         );
+        // Values are not checked (a SidecarSet stored past validation): `In` without values matches nothing,
+        // `Exists` with values matches on the key alone.
         let no_values = set(
             "a",
             json!({"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]}}),
             json!({}),
         );
-        assert!(pod_matches(&no_values, &pod, Some(&ns)).is_err());
+        assert_eq!(pod_matches(&no_values, &pod, Some(&ns)), Ok(false));
+        let exists_with_values = set(
+            "a",
+            json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]}}),
+            json!({}),
+        );
+        assert_eq!(pod_matches(&exists_with_values, &pod, Some(&ns)), Ok(true));
     }
 
     #[test]

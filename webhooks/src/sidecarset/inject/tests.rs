@@ -929,6 +929,10 @@ fn subpath_vars_reads_each_reference() {
         ("$A/$(B)", &["B"]),
         ("$(a.b-c_d)x", &["a.b-c_d"]),
         ("$(1bad)/$(ok1)", &["ok1"]),
+        // A failed try resumes at the next character, as the regex does.
+        ("$($(A))/$(POD)", &["A", "POD"]),
+        ("$(a$(B))", &["B"]),
+        ("$(x y)$(Z)", &["Z"]),
         ("$()/$(-x)", &["-x"]),
         ("$(A", &[]),
         ("$(A)$(", &["A"]),
@@ -938,4 +942,117 @@ fn subpath_vars_reads_each_reference() {
     ] {
         assert_eq!(subpath_vars(expr), vars, "{expr:?}");
     }
+}
+
+#[test]
+fn transfer_env_source_key_is_read_as_written() {
+    // OpenKruise reads labels[key] / annotations[key] with the key as written; lower-casing is only its
+    // qualified-name check.
+    let transfer = |path: &str| {
+        sidecar_set(
+            "s",
+            json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+            "containers": [{"name": "dns-f", "image": "i", "transferEnv": [{"sourceContainerNameFrom": {"fieldRef": {"fieldPath": path}}, "envName": "hello2"}]}]}),
+        )
+    };
+    let env = |p: &Value| container(p, "containers", "dns-f")["env"].clone();
+    let injected_only = json!([{"name": "IS_INJECTED", "value": "true"}]);
+    let transferred =
+        json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "hello2", "value": "world2"}]);
+
+    let mut p = pod();
+    p["metadata"]["labels"]["src"] = json!("nginx");
+    run(&mut p, &[transfer("metadata.labels['SRC']")]).unwrap();
+    assert_eq!(env(&p), injected_only, "label SRC is absent");
+
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({"Src": "nginx", "src": "other"});
+    run(&mut p, &[transfer("metadata.annotations['Src']")]).unwrap();
+    assert_eq!(env(&p), transferred, "annotation Src names nginx");
+
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({"src": "nginx"});
+    run(&mut p, &[transfer("metadata.annotations['Src']")]).unwrap();
+    assert_eq!(env(&p), injected_only, "annotation Src is absent");
+}
+
+#[test]
+fn transfer_env_takes_the_last_definition_of_a_repeated_name() {
+    // OpenKruise's "<container>/<name>" map keeps the last definition.
+    let mut p = pod();
+    p["spec"]["containers"][0]["env"] =
+        json!([{"name": "hello", "value": "first"}, {"name": "hello", "value": "second"}]);
+    let set = sidecar_set(
+        "s",
+        json!({"selector": {"matchLabels": {"app": "suxing-test"}},
+        "containers": [{"name": "dns-f", "image": "i", "transferEnv": [{"sourceContainerName": "nginx", "envName": "hello"}]}]}),
+    );
+    run(&mut p, &[set]).unwrap();
+    assert_eq!(
+        container(&p, "containers", "dns-f")["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "hello", "value": "second"}])
+    );
+}
+
+#[test]
+fn patch_pod_metadata_ignores_unknown_policies_and_reports_merge_patch_errors_as_go() {
+    let with_patches = |patches: Value| {
+        sidecar_set(
+            "s",
+            json!({"selector": {"matchLabels": {"app": "suxing-test"}}, "patchPodMetadata": patches}),
+        )
+    };
+    // Validation asks only for a policy to be set; an unknown one does nothing (Go's switch has no default).
+    let mut p = pod();
+    let changed = patch_metadata(
+        &mut p,
+        &[with_patches(
+            json!([{"annotations": {"k1": "v"}, "patchPolicy": "overwrite"}]),
+        )],
+    )
+    .unwrap();
+    assert!(!changed);
+    assert!(p["metadata"]["annotations"].get("k1").is_none());
+
+    // evanphx/json-patch's errors, as OpenKruise returns them.
+    for (existing, patch, message) in [
+        ("not json", r#"{"c":1}"#, "Invalid JSON Document"),
+        ("null", r#"{"c":1}"#, "Invalid JSON Document"),
+        (r#"{"a":1}"#, "not json", "Invalid JSON Patch"),
+        (r#"{"a":1}"#, "5", "Invalid JSON Patch"),
+    ] {
+        let mut p = pod();
+        p["metadata"]["annotations"] = json!({"k1": existing});
+        let err = patch_metadata(
+            &mut p,
+            &[with_patches(
+                json!([{"annotations": {"k1": patch}, "patchPolicy": "MergePatchJson"}]),
+            )],
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), message, "{existing} + {patch}");
+    }
+}
+
+#[test]
+fn work_map_is_written_only_when_a_hot_upgrade_sidecar_goes_in() {
+    // The pod's map as another writer spaced it stays untouched when nothing hot-upgrades.
+    let mut p = pod();
+    let spaced = r#"{ "envoy": "envoy-2" }"#;
+    p["metadata"]["annotations"] = json!({WORKING_HOT_UPGRADE_ANNOTATION: spaced});
+    run(&mut p, &[sidecarset1()]).unwrap();
+    assert_eq!(ann(&p, WORKING_HOT_UPGRADE_ANNOTATION), spaced);
+
+    // With one, the pod's entries are kept beside the new one.
+    let mut set = (*sidecarset1()).clone();
+    let mut dns: Value = serde_json::to_value(&set.spec.containers[0]).unwrap();
+    dns["upgradeStrategy"] = json!({"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "e:1"});
+    set.spec.containers[0] = serde_json::from_value(dns).unwrap();
+    let mut p = pod();
+    p["metadata"]["annotations"] = json!({WORKING_HOT_UPGRADE_ANNOTATION: spaced});
+    run(&mut p, &[Arc::new(set)]).unwrap();
+    assert_eq!(
+        ann(&p, WORKING_HOT_UPGRADE_ANNOTATION),
+        r#"{"dns-f":"dns-f-1","envoy":"envoy-2"}"#
+    );
 }
