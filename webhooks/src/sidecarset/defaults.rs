@@ -389,7 +389,9 @@ fn default_container(c: &mut Map<String, Value>, inject_policy: &str) -> Result<
     Ok(())
 }
 
-/// OpenKruise's `SetDefaultPodVolumes` for one volume (Kubernetes' volume source defaulting).
+/// OpenKruise's `SetDefaultPodVolumes` for one volume: Kubernetes' defaulting of the volume itself and of its
+/// hostPath, secret, downwardAPI, configMap and projected sources only (not iscsi, rbd, azureDisk or scaleIO,
+/// whose Kubernetes defaults OpenKruise does not call).
 fn default_volume(v: &mut Map<String, Value>) -> Result<(), WebhookError> {
     if VOLUME_SOURCES.iter().all(|k| is_unset(v.get(*k))) {
         v.insert("emptyDir".to_owned(), json!({}));
@@ -408,35 +410,11 @@ fn default_volume(v: &mut Map<String, Value>) -> Result<(), WebhookError> {
             default_nil(source, "defaultMode", json!(DEFAULT_MODE), mode)?;
         }
     }
-    if let Some(iscsi) = child(v, "iscsi", "Volume.iscsi")? {
-        default_str(iscsi, "iscsiInterface", "default", "ISCSIVolumeSource")?;
-    }
-    if let Some(rbd) = child(v, "rbd", "Volume.rbd")? {
-        default_str(rbd, "pool", "rbd", "RBDVolumeSource.pool")?;
-        default_str(rbd, "user", "admin", "RBDVolumeSource.user")?;
-        default_str(rbd, "keyring", "/etc/ceph/keyring", "RBDVolumeSource")?;
-    }
     if let Some(downward) = child(v, "downwardAPI", "Volume.downwardAPI")? {
         default_nil(downward, "defaultMode", json!(DEFAULT_MODE), mode)?;
         for item in objects(downward, "items", "DownwardAPIVolumeSource.items")? {
             default_field_ref(item)?;
         }
-    }
-    if let Some(azure) = child(v, "azureDisk", "Volume.azureDisk")? {
-        let s = (
-            "AzureDiskVolumeSource",
-            "string",
-            Value::is_string as fn(&Value) -> bool,
-        );
-        default_nil(azure, "cachingMode", json!("ReadWrite"), s)?;
-        default_nil(azure, "kind", json!("Shared"), s)?;
-        default_nil(azure, "fsType", json!("ext4"), s)?;
-        default_nil(
-            azure,
-            "readOnly",
-            json!(false),
-            ("AzureDiskVolumeSource.readOnly", "bool", Value::is_boolean),
-        )?;
     }
     if let Some(projected) = child(v, "projected", "Volume.projected")? {
         default_nil(projected, "defaultMode", json!(DEFAULT_MODE), mode)?;
@@ -455,15 +433,6 @@ fn default_volume(v: &mut Map<String, Value>) -> Result<(), WebhookError> {
                 )?;
             }
         }
-    }
-    if let Some(scale_io) = child(v, "scaleIO", "Volume.scaleIO")? {
-        default_str(
-            scale_io,
-            "storageMode",
-            "ThinProvisioned",
-            "ScaleIOVolumeSource",
-        )?;
-        default_str(scale_io, "fsType", "xfs", "ScaleIOVolumeSource.fsType")?;
     }
     Ok(())
 }

@@ -431,10 +431,11 @@ fn volume_defaults() {
                 {"configMap": {"name": "c"}}
             ]}},
             {"name": "pvc", "persistentVolumeClaim": {"claimName": "data"}},
-            {"name": "iscsi", "iscsi": {"targetPortal": "t", "iqn": "q", "lun": 0, "iscsiInterface": "default"}},
-            {"name": "rbd", "rbd": {"monitors": ["m"], "image": "i", "pool": "rbd", "user": "admin", "keyring": "/etc/ceph/keyring"}},
-            {"name": "azure", "azureDisk": {"diskName": "d", "diskURI": "u", "cachingMode": "ReadWrite", "kind": "Shared", "fsType": "ext4", "readOnly": false}},
-            {"name": "sio", "scaleIO": {"gateway": "g", "system": "s", "secretRef": {"name": "x"}, "storageMode": "ThinProvisioned", "fsType": "xfs"}}
+            // OpenKruise's SetDefaultPodVolumes leaves these sources as they are.
+            {"name": "iscsi", "iscsi": {"targetPortal": "t", "iqn": "q", "lun": 0}},
+            {"name": "rbd", "rbd": {"monitors": ["m"], "image": "i"}},
+            {"name": "azure", "azureDisk": {"diskName": "d", "diskURI": "u"}},
+            {"name": "sio", "scaleIO": {"gateway": "g", "system": "s", "secretRef": {"name": "x"}}}
         ])
     );
 }
