@@ -348,21 +348,31 @@ impl SidecarSetView for Cluster {
     }
 }
 
-/// Whether the cluster serves `resource` in `group_version` (a few attempts; anything else reads as no).
+/// Whether the cluster serves `resource` in `group_version`, as OpenKruise decides it (webhook-server.md §4):
+/// only a group/version that is listed without the resource reads as no. One that cannot be fetched (404, or
+/// still failing after 4 attempts 0.5 s × 5ⁿ apart) reads as present, so that a transient apiserver error at
+/// start-up does not leave this replica without a webhook path the configuration still routes to it.
 pub async fn discover(client: &Client, group_version: &str, resource: &str) -> bool {
     let mut delay = Duration::from_millis(500);
-    for attempt in 1..=3 {
+    for attempt in 1..=4 {
         match client.list_api_group_resources(group_version).await {
             Ok(list) => return list.resources.iter().any(|r| r.name == resource),
-            Err(kube::Error::Api(e)) if e.code == 404 => return false,
+            Err(kube::Error::Api(e)) if e.code == 404 => break,
             Err(e) => {
                 tracing::warn!(group_version, attempt, error = %e, "discovery failed");
-                tokio::time::sleep(delay).await;
-                delay *= 2;
+                if attempt < 4 {
+                    tokio::time::sleep(delay).await;
+                    delay *= 5;
+                }
             }
         }
     }
-    false
+    tracing::warn!(
+        group_version,
+        resource,
+        "group/version not discoverable: assuming the resource is served"
+    );
+    true
 }
 
 impl ClusterView for Cluster {
