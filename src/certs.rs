@@ -29,6 +29,7 @@ use kruise_certs::{CertBundle, CertPlan, Policy};
 use kruise_webhooks::registry;
 
 use crate::config::{CertSource, ServeConfig};
+use crate::server::health::Readiness;
 use crate::server::tls::CertStore;
 
 /// Names of the configurations we keep the caBundle of.
@@ -53,6 +54,7 @@ impl CertManager {
         store: Arc<CertStore>,
         client: Option<Client>,
         served: registry::Served,
+        readiness: Arc<Readiness>,
     ) -> anyhow::Result<Self> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let bundle = Arc::new(ArcSwap::from_pointee(None));
@@ -63,6 +65,7 @@ impl CertManager {
             bundle: bundle.clone(),
             installed: None,
             served,
+            readiness,
         };
         let first = tokio::time::timeout(config.init_timeout, worker.first_sync());
         let worker = match first.await {
@@ -101,6 +104,8 @@ struct Worker {
     installed: Option<(String, String)>,
     /// Which webhooks are served (the others are dropped from our configurations).
     served: registry::Served,
+    /// Where a caBundle mismatch of external certificates is reported.
+    readiness: Arc<Readiness>,
 }
 
 fn policy(config: &ServeConfig) -> Policy {
@@ -163,7 +168,11 @@ impl Worker {
     async fn sync(&mut self) -> anyhow::Result<()> {
         match self.config.cert_source {
             CertSource::Standalone => self.sync_standalone(),
-            CertSource::External => self.sync_external(),
+            CertSource::External => {
+                self.sync_external()?;
+                self.check_external_ca_bundles().await;
+                Ok(())
+            }
             CertSource::SelfManaged => self.sync_secret().await,
         }
     }
@@ -201,6 +210,55 @@ impl Worker {
         let bundle =
             kruise_certs::from_external(&crt, &key, &ca).context("external certificates")?;
         self.install(&bundle)
+    }
+
+    /// External certificates: our configurations are never written, but readiness waits until every served
+    /// webhook of them trusts `ca.crt` (cert-manager's cainjector fills them in), with OpenKruise's message
+    /// while it does not (webhook-server.md §6.5).
+    async fn check_external_ca_bundles(&self) {
+        let (Some(client), Some(bundle)) = (&self.client, self.bundle.load_full().as_ref().clone())
+        else {
+            return;
+        };
+        let ca_b64 =
+            base64::engine::general_purpose::STANDARD.encode(bundle.ca_bundle_pem.as_bytes());
+        let served = self.served_paths();
+        let service = (
+            self.config.namespace.as_str(),
+            self.config.service_name.as_str(),
+        );
+        let mut problem = None;
+        for (resource, kind, name) in configuration_resources() {
+            let api: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &resource);
+            match api.get_opt(name).await {
+                Ok(None) => {}
+                Ok(Some(object)) => {
+                    let current = serde_json::to_value(object).unwrap_or_default();
+                    if ca_bundle_mismatch(&current, service, &served, &ca_b64) {
+                        problem = Some(format!(
+                            "caBundle of {kind} {name} does not match the external caBundle"
+                        ));
+                    }
+                }
+                Err(e) => problem = Some(format!("reading {kind} {name}: {e}")),
+            }
+        }
+        if let Some(problem) = &problem {
+            tracing::warn!(
+                error = %problem,
+                "failed to ensure configuration; not ready until the caBundle is injected"
+            );
+        }
+        self.readiness
+            .ca_bundle_mismatch
+            .store(problem.is_some(), std::sync::atomic::Ordering::Release);
+    }
+
+    fn served_paths(&self) -> Vec<&'static str> {
+        registry::routes(&self.config.gates, self.served)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
     }
 
     async fn sync_secret(&mut self) -> anyhow::Result<()> {
@@ -279,10 +337,7 @@ impl Worker {
             tracing::debug!(error = %e, "cert dir not writable; serving from memory");
         }
         self.install(&bundle)?;
-        let served: Vec<&str> = registry::routes(&self.config.gates, self.served)
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect();
+        let served = self.served_paths();
         let ca_b64 =
             base64::engine::general_purpose::STANDARD.encode(bundle.ca_bundle_pem.as_bytes());
         // The certificate is what serving needs; keeping caBundles current is retried every interval and
@@ -319,6 +374,48 @@ fn write_files(dir: &Path, bundle: &CertBundle) -> std::io::Result<()> {
         std::fs::rename(&tmp, &path)?;
     }
     Ok(())
+}
+
+/// Our two webhook configurations: the resource, its kind, its name.
+fn configuration_resources() -> [(kube::core::ApiResource, &'static str, &'static str); 2] {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    [
+        (
+            kube::core::ApiResource::erase::<MutatingWebhookConfiguration>(&()),
+            "MutatingWebhookConfiguration",
+            MUTATING_CONFIGURATION,
+        ),
+        (
+            kube::core::ApiResource::erase::<ValidatingWebhookConfiguration>(&()),
+            "ValidatingWebhookConfiguration",
+            VALIDATING_CONFIGURATION,
+        ),
+    ]
+}
+
+/// Whether a webhook of `current` (a configuration, raw JSON) that calls our Service on a served path carries a
+/// caBundle other than `ca_b64`. Webhooks of other services, and unserved paths, are not ours to check.
+pub fn ca_bundle_mismatch(
+    current: &Value,
+    service: (&str, &str),
+    served: &[&str],
+    ca_b64: &str,
+) -> bool {
+    let hooks = current.get("webhooks").and_then(Value::as_array);
+    hooks.into_iter().flatten().any(|hook| {
+        let Some(svc) = hook.pointer("/clientConfig/service") else {
+            return false;
+        };
+        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let ours = text(svc, "namespace") == service.0 && text(svc, "name") == service.1;
+        ours && served.contains(&text(svc, "path").as_str())
+            && hook
+                .pointer("/clientConfig/caBundle")
+                .and_then(Value::as_str)
+                != Some(ca_b64)
+    })
 }
 
 /// The desired form of a webhook configuration (raw JSON): the webhooks of the `template` annotation (captured
@@ -388,20 +485,7 @@ async fn ensure_configurations(
     served: &[&str],
     ca_b64: &str,
 ) -> anyhow::Result<()> {
-    use k8s_openapi::api::admissionregistration::v1::{
-        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-    };
-    let resources = [
-        (
-            kube::core::ApiResource::erase::<MutatingWebhookConfiguration>(&()),
-            MUTATING_CONFIGURATION,
-        ),
-        (
-            kube::core::ApiResource::erase::<ValidatingWebhookConfiguration>(&()),
-            VALIDATING_CONFIGURATION,
-        ),
-    ];
-    for (resource, name) in resources {
+    for (resource, _, name) in configuration_resources() {
         let api: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &resource);
         // DynamicObject keeps every field outside metadata, known to our types or not; we only merge-patch.
         let current: Value = match api.get(name).await {
@@ -503,6 +587,38 @@ mod tests {
             c["metadata"]["annotations"] = json!({"template": a});
         }
         c
+    }
+
+    #[test]
+    fn external_ca_bundle_is_checked_on_served_webhooks_of_our_service_only() {
+        let service = ("kruise-system", "kruise-webhook-service");
+        let served = ["/validate-namespace", "/validate-service"];
+        let mut c = configuration(None);
+        // Not injected yet: no caBundle on our webhooks.
+        assert!(ca_bundle_mismatch(&c, service, &served, "Q0E="));
+        c["webhooks"][0]["clientConfig"]["caBundle"] = json!("Q0E=");
+        c["webhooks"][1]["clientConfig"]["caBundle"] = json!("b2xk");
+        assert!(
+            ca_bundle_mismatch(&c, service, &served, "Q0E="),
+            "one stale webhook"
+        );
+        // An unserved path is not checked (it is not ours to answer); neither is a foreign webhook.
+        assert!(!ca_bundle_mismatch(
+            &c,
+            service,
+            &["/validate-namespace"],
+            "Q0E="
+        ));
+        c["webhooks"][1]["clientConfig"]["caBundle"] = json!("Q0E=");
+        assert!(!ca_bundle_mismatch(&c, service, &served, "Q0E="));
+        // Another Service of the same paths is someone else's.
+        assert!(!ca_bundle_mismatch(
+            &configuration(None),
+            ("kruise-system", "other"),
+            &served,
+            "Q0E="
+        ));
+        assert!(!ca_bundle_mismatch(&json!({}), service, &served, "Q0E="));
     }
 
     #[test]

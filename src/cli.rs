@@ -55,7 +55,7 @@ pub struct ServeArgs {
     #[arg(long, env = "WEBHOOK_PORT", default_value_t = 9876)]
     pub port: u16,
     /// Address the HTTPS listener binds.
-    #[arg(long, env = "KRUISE_WEBHOOK_BIND_ADDRESS", default_value = "0.0.0.0")]
+    #[arg(long, env = "KRUISE_WEBHOOK_BIND_ADDRESS", default_value = "::")]
     pub bind_address: String,
     /// Plain-HTTP address of /metrics (`:8080` means all interfaces).
     #[arg(long, default_value = ":8080")]

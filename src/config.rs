@@ -169,10 +169,10 @@ pub struct ReviewConfig {
     pub gates: FeatureGates,
 }
 
-/// `:8080` → 0.0.0.0:8080; `host:port` as given.
+/// `:8080` → [::]:8080 (every address, both families, as Go's `:8080`); `host:port` as given.
 pub fn parse_addr(flag: &'static str, value: &str) -> Result<SocketAddr, ConfigError> {
     let full = if value.starts_with(':') {
-        format!("0.0.0.0{value}")
+        format!("[::]{value}")
     } else {
         value.to_owned()
     };
@@ -290,7 +290,7 @@ mod tests {
         };
         assert_eq!(s.cert_source, CertSource::Standalone);
         assert!(s.protection_log_dir.is_none());
-        assert_eq!(s.metrics_addr, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(s.metrics_addr, "[::]:8080".parse().unwrap());
         assert_eq!(s.tls_addr.port(), 9876);
     }
 

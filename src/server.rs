@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
@@ -71,6 +71,9 @@ impl AppState {
     }
 }
 
+/// The largest ConversionReview accepted.
+pub const MAX_CONVERSION_BYTES: usize = 64 * 1024 * 1024;
+
 /// The admission Router: every served webhook path (both spellings), `/convert`, `/healthz`, `/readyz`.
 pub fn app(state: AppState) -> Router {
     let mut router = Router::new();
@@ -87,7 +90,12 @@ pub fn app(state: AppState) -> Router {
         );
     }
     router
-        .route(CONVERT_PATH, any(convert))
+        // The apiserver sends every item of a LIST that needs converting in one ConversionReview: far over
+        // axum's default 2 MiB for a large list.
+        .route(
+            CONVERT_PATH,
+            any(convert).layer(DefaultBodyLimit::max(MAX_CONVERSION_BYTES)),
+        )
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
         .fallback(not_found)
@@ -168,14 +176,30 @@ pub struct Server {
     controllers: Option<crate::controller::Controllers>,
 }
 
+/// Binds `addr`. The unspecified IPv6 address (the default: both families, as Go's `:port`) falls back to
+/// 0.0.0.0 on a host without IPv6.
+fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
+    let listener = match std::net::TcpListener::bind(addr) {
+        Err(e)
+            if addr.ip() == std::net::Ipv6Addr::UNSPECIFIED
+                && e.kind() != std::io::ErrorKind::AddrInUse =>
+        {
+            tracing::warn!(%addr, error = %e, "no IPv6 on this host: listening on IPv4 only");
+            std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, addr.port()))
+        }
+        other => other,
+    };
+    listener.with_context(|| format!("binding {addr}"))
+}
+
 async fn bind_plain(
     addr: SocketAddr,
     router: Router,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, JoinHandle<anyhow::Result<()>>)> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
+    let listener = bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
     let local = listener.local_addr()?;
     let task = tokio::spawn(async move {
         axum::serve(listener, router)
@@ -246,10 +270,16 @@ pub async fn start_with(
                 .with_context(|| format!("opening {}/protection.log", dir.display()))?,
         );
     }
-    let certs = CertManager::start(&config, state.certs.clone(), client.clone(), served).await?;
+    let certs = CertManager::start(
+        &config,
+        state.certs.clone(),
+        client.clone(),
+        served,
+        state.readiness.clone(),
+    )
+    .await?;
 
-    let tls_listener = std::net::TcpListener::bind(config.tls_addr)
-        .with_context(|| format!("binding {}", config.tls_addr))?;
+    let tls_listener = bind(config.tls_addr)?;
     tls_listener.set_nonblocking(true)?;
     let tls_addr = tls_listener.local_addr()?;
     let rustls =

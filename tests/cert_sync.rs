@@ -198,6 +198,7 @@ async fn losing_the_secret_race_serves_the_winners_ca_and_keeps_ca_bundles_curre
         store.clone(),
         Some(client),
         kruise_webhooks::registry::Served::ALL,
+        Default::default(),
     )
     .await
     .unwrap();

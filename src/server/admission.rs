@@ -28,8 +28,9 @@ use crate::cache::Cluster;
 use crate::metrics::RouteMetrics;
 use crate::server::AppState;
 
-/// The largest AdmissionReview accepted (the apiserver's own limit on objects is 3 MiB of etcd value).
-pub const MAX_REVIEW_BYTES: usize = 3 * 1024 * 1024;
+/// The largest AdmissionReview accepted: controller-runtime's limit (7 MiB), which a review carrying an
+/// object and its old object near etcd's size limit stays under.
+pub const MAX_REVIEW_BYTES: usize = 7 * 1024 * 1024;
 
 /// What a decision may depend on besides the request and the cluster: configuration, the time of the
 /// request and a random draw, both taken by the caller (the webhooks read no clock and draw nothing).
@@ -220,7 +221,8 @@ pub async fn admit(
                 None,
                 &AdmissionResponse::errored("", early.status.as_u16(), early.message),
             );
-            (early.status, body, early.status.as_u16())
+            // As controller-runtime: HTTP 200, the refusal and its code in the review's response.
+            (StatusCode::OK, body, early.status.as_u16())
         }
     };
     metrics.in_flight.dec();

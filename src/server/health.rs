@@ -1,5 +1,6 @@
-//! `/healthz` (the process serves) and `/readyz` (a certificate is loaded, every cache synced, and we are not
-//! shutting down), in controller-runtime's probe format.
+//! `/healthz` (the process serves) and `/readyz` (a certificate is loaded, every cache synced, with external
+//! certificates the webhook configurations trust their CA, and we are not shutting down), in controller-runtime's
+//! probe format.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,9 @@ use crate::server::AppState;
 pub struct Readiness {
     /// Set on SIGTERM: the apiserver should stop sending us reviews.
     pub shutting_down: AtomicBool,
+    /// External certificates only: a served webhook of our configurations carries a caBundle other than
+    /// `ca.crt` (cert-manager has not injected it yet), so the apiserver cannot call us.
+    pub ca_bundle_mismatch: AtomicBool,
 }
 
 impl Readiness {
@@ -44,6 +48,10 @@ pub async fn ready(
     let checks = [
         ("serving-certificate", state.certs.loaded()),
         ("informer-caches-synced", state.cluster.synced()),
+        (
+            "ca-bundle-injected",
+            !state.readiness.ca_bundle_mismatch.load(Ordering::Acquire),
+        ),
         (
             "not-shutting-down",
             !state.readiness.shutting_down.load(Ordering::Acquire),
