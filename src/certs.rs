@@ -395,6 +395,15 @@ fn configuration_resources() -> [(kube::core::ApiResource, &'static str, &'stati
     ]
 }
 
+/// The path a webhook (raw JSON) calls on our Service `(namespace, name)` (`""` when it names none); `None` for
+/// a webhook of another Service or a URL.
+fn our_path<'a>(hook: &'a Value, service: (&str, &str)) -> Option<&'a str> {
+    let svc = hook.pointer("/clientConfig/service")?;
+    let text = |k: &str| svc.get(k).and_then(Value::as_str);
+    (text("namespace") == Some(service.0) && text("name") == Some(service.1))
+        .then(|| text("path").unwrap_or(""))
+}
+
 /// Whether a webhook of `current` (a configuration, raw JSON) that calls our Service on a served path carries a
 /// caBundle other than `ca_b64`. Webhooks of other services, and unserved paths, are not ours to check.
 pub fn ca_bundle_mismatch(
@@ -405,12 +414,7 @@ pub fn ca_bundle_mismatch(
 ) -> bool {
     let hooks = current.get("webhooks").and_then(Value::as_array);
     hooks.into_iter().flatten().any(|hook| {
-        let Some(svc) = hook.pointer("/clientConfig/service") else {
-            return false;
-        };
-        let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        let ours = text(svc, "namespace") == service.0 && text(svc, "name") == service.1;
-        ours && served.contains(&text(svc, "path").as_str())
+        our_path(hook, service).is_some_and(|path| served.contains(&path))
             && hook
                 .pointer("/clientConfig/caBundle")
                 .and_then(Value::as_str)
@@ -443,23 +447,16 @@ pub fn desired_configuration(
     };
     let mut webhooks = Vec::new();
     for mut hook in template.as_array().cloned().unwrap_or_default() {
-        let svc = hook.pointer("/clientConfig/service").cloned();
-        let ours = svc.as_ref().is_some_and(|s| {
-            s.get("name").and_then(Value::as_str) == Some(service.1)
-                && s.get("namespace").and_then(Value::as_str) == Some(service.0)
-        });
-        if !ours {
-            webhooks.push(hook);
-            continue;
-        }
-        let path = svc
-            .as_ref()
-            .and_then(|s| s.get("path"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if !served.contains(&path) {
-            tracing::info!(webhook = ?hook.get("name"), path, "ignoring webhook in configuration: path not served");
-            continue;
+        match our_path(&hook, service) {
+            None => {
+                webhooks.push(hook);
+                continue;
+            }
+            Some(path) if !served.contains(&path) => {
+                tracing::info!(webhook = ?hook.get("name"), path, "ignoring webhook in configuration: path not served");
+                continue;
+            }
+            Some(_) => {}
         }
         if let Some(cc) = hook.get_mut("clientConfig").and_then(Value::as_object_mut) {
             cc.insert("caBundle".into(), Value::String(ca_b64.to_owned()));

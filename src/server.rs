@@ -176,8 +176,8 @@ pub struct Server {
     controllers: Option<crate::controller::Controllers>,
 }
 
-/// Binds `addr`. The unspecified IPv6 address (the default: both families, as Go's `:port`) falls back to
-/// 0.0.0.0 on a host without IPv6.
+/// Binds `addr`, non-blocking for tokio. The unspecified IPv6 address (the default: both families, as Go's
+/// `:port`) falls back to 0.0.0.0 on a host without IPv6.
 fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
     let listener = match std::net::TcpListener::bind(addr) {
         Err(e)
@@ -189,7 +189,9 @@ fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
         }
         other => other,
     };
-    listener.with_context(|| format!("binding {addr}"))
+    let listener = listener.with_context(|| format!("binding {addr}"))?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
 }
 
 async fn bind_plain(
@@ -197,9 +199,7 @@ async fn bind_plain(
     router: Router,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, JoinHandle<anyhow::Result<()>>)> {
-    let listener = bind(addr)?;
-    listener.set_nonblocking(true)?;
-    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let listener = tokio::net::TcpListener::from_std(bind(addr)?)?;
     let local = listener.local_addr()?;
     let task = tokio::spawn(async move {
         axum::serve(listener, router)
@@ -280,7 +280,6 @@ pub async fn start_with(
     .await?;
 
     let tls_listener = bind(config.tls_addr)?;
-    tls_listener.set_nonblocking(true)?;
     let tls_addr = tls_listener.local_addr()?;
     let rustls =
         axum_server::tls_rustls::RustlsConfig::from_config(tls::server_config(state.certs.clone()));
