@@ -124,6 +124,20 @@ fn is_active(doc: &RawPod<'_>) -> bool {
             .is_none_or(Value::is_null)
 }
 
+/// The `i`-th uniform draw from [0, 1) of a request whose first draw is `first`: OpenKruise draws once per
+/// `Partial` SidecarSet, so two of them pick independently. The later draws are splitmix64 of the first.
+fn draw(first: f64, i: usize) -> f64 {
+    if i == 0 {
+        return first;
+    }
+    let mut z = ((first * (1u64 << 53) as f64) as u64)
+        .wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// Step 3: SidecarSet injection (spec/sidecarset.md §4.2-4.8).
 fn sidecarset_step(
     doc: &mut RawPod<'_>,
@@ -156,15 +170,16 @@ fn sidecarset_step(
         added: (NAMESPACE_NAME_LABEL, &namespace),
     });
     let failed = WebhookError::Failed;
-    let matched = select::matching(candidates.iter(), pod_labels, namespace_labels.as_ref())
-        .map_err(failed)?;
-    let mut chosen = Vec::with_capacity(matched.len());
-    for set in &matched {
-        chosen.push(
-            revision::choose(set, pod_labels, view, ctx.kruise_namespace, ctx.random)
-                .map_err(failed)?,
-        );
-    }
+    let chosen = select::matching(
+        candidates.iter(),
+        pod_labels,
+        namespace_labels.as_ref(),
+        |set, i| {
+            let random = draw(ctx.random, i);
+            revision::choose(set, pod_labels, view, ctx.kruise_namespace, random)
+        },
+    )
+    .map_err(failed)?;
     let options = InjectOptions {
         now: ctx.now,
         sort_containers_by_name: ctx.gates.enabled("EnableSortSidecarContainerByName"),

@@ -292,6 +292,50 @@ spec: {selector: {matchLabels: {app: web, canary: "true"}}, containers: [{name: 
 }
 
 #[test]
+fn a_base_replaced_by_its_canary_still_has_its_revision_chosen() {
+    // §4.3 step 3.3 comes before step 5: the base's missing revision fails the request (500) although the
+    // canary replaces it.
+    let gates = FeatureGates::default();
+    let view = cluster(
+        r#"
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: sc-base}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: envoy, image: "envoy:v1"}]
+  injectionStrategy: {revision: {customVersion: v1}}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: sc-canary, annotations: {apps.kruise.io/sidecarset-canary: "true", apps.kruise.io/sidecarset-base: sc-base}}
+spec: {selector: {matchLabels: {app: web, canary: "true"}}, containers: [{name: envoy, image: "envoy:v2"}]}
+"#,
+    );
+    let req = request("CREATE", pod(json!({"app": "web", "canary": "true"})), "");
+    match mutate(&req, &view, &ctx(&gates)) {
+        Err(WebhookError::Failed(msg)) => {
+            assert_eq!(msg, "ControllerRevision.apps \"sc-base\" not found");
+        }
+        other => panic!("expected a 500, got {other:?}"),
+    }
+}
+
+#[test]
+fn each_partial_sidecarset_gets_its_own_draw() {
+    assert_eq!(super::draw(0.25, 0), 0.25);
+    let draws: Vec<f64> = (0..64).map(|i| super::draw(0.25, i)).collect();
+    assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
+    let mut sorted = draws.clone();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    assert_eq!(sorted.len(), draws.len(), "draws repeat: {draws:?}");
+    // Spread over [0, 1), not clustered near the first draw.
+    assert!(draws.iter().filter(|d| **d < 0.5).count() > 16);
+    assert!(draws.iter().filter(|d| **d >= 0.5).count() > 16);
+}
+
+#[test]
 fn historical_revision_is_injected_from_the_kruise_namespace() {
     // §11 scenario 27 through the chain.
     let gates = FeatureGates::default();

@@ -371,13 +371,25 @@ mod tests {
             pick(json!({"selector": sel, "partition": "50"}), &canary, 0.5).unwrap_err(),
             "invalid type: string is not a percentage"
         );
-        assert!(
+        assert_eq!(
             pick(
                 json!({"selector": {"matchExpressions": [{"key": "a", "operator": "badOp"}]}}),
                 &canary,
                 0.5
             )
-            .is_err()
+            .unwrap_err(),
+            "\"badOp\" is not a valid pod selector operator"
+        );
+        // Only the operators are checked (Kruise's ValidatedLabelSelectorAsSelector): `In` without values
+        // selects no pod, so the pod gets the historical revision; it is no error.
+        assert_eq!(
+            pick(
+                json!({"selector": {"matchExpressions": [{"key": "canary", "operator": "In", "values": []}]}}),
+                &canary,
+                0.5
+            )
+            .unwrap(),
+            "sidecar-image:stable"
         );
         assert_eq!(
             pick(

@@ -223,25 +223,21 @@ impl SidecarSetIndex {
     }
 }
 
-/// A selector the apiserver would refuse to evaluate: Go's `LabelSelectorAsSelector` errors, which fail the
-/// request with 500 (§4.3 step 3.2).
+/// A selector Kruise cannot evaluate (`util.ValidatedLabelSelectorAsSelector`): only the operators are checked,
+/// so `In` without values matches nothing and `Exists` with values matches on the key, as [`selector::matches`]
+/// reads them. Injection fails the request with this text (§4.3 step 3.2, §4.4), a namespaceSelector with it
+/// is no match, the controller reports it.
 pub fn selector_error(sel: &LabelSelector) -> Option<String> {
-    for e in sel.match_expressions.iter().flatten() {
-        let values = e.values.as_deref().unwrap_or_default();
-        match e.operator.as_str() {
-            "In" | "NotIn" if values.is_empty() => {
-                return Some("values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty".into());
-            }
-            "Exists" | "DoesNotExist" if !values.is_empty() => {
-                return Some(format!(
-                    "values: Invalid value: {values:?}: values set must be empty for exists and does not exist"
-                ));
-            }
-            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => return Some(format!("{other:?} is not a valid label selector operator")),
-        }
-    }
-    None
+    sel.match_expressions
+        .iter()
+        .flatten()
+        .find(|e| {
+            !matches!(
+                e.operator.as_str(),
+                "In" | "NotIn" | "Exists" | "DoesNotExist"
+            )
+        })
+        .map(|e| format!("{:?} is not a valid pod selector operator", e.operator))
 }
 
 fn is_empty_selector(sel: &LabelSelector) -> bool {
@@ -271,32 +267,25 @@ pub fn pod_matches(
     let Some(sel) = &set.spec.selector else {
         return Ok(false);
     };
-    // Kruise's ValidatedLabelSelectorAsSelector checks the operators only: `In` without values matches
-    // nothing, `Exists` with values matches on the key, as `selector::matches` reads them.
-    if let Some(e) = sel.match_expressions.iter().flatten().find(|e| {
-        !matches!(
-            e.operator.as_str(),
-            "In" | "NotIn" | "Exists" | "DoesNotExist"
-        )
-    }) {
-        return Err(format!(
-            "{:?} is not a valid pod selector operator",
-            e.operator
-        ));
+    if let Some(e) = selector_error(sel) {
+        return Err(e);
     }
     // An empty selector selects everything in Go, and Kruise then treats that as "no match".
     Ok(!is_empty_selector(sel) && selector::matches(sel, pod_labels))
 }
 
-/// The SidecarSets to inject into a pod, before revision choice (§4.3 steps 3-5): candidates in index order,
-/// paused ones skipped, matching ones kept, then every base of a matched canary removed.
+/// The SidecarSets to inject into a pod (§4.3 steps 3-5): candidates in index order, paused ones skipped,
+/// matching ones given the revision `choose` picks for them (§4.4, the `i`-th matching set is passed `i`),
+/// then every base of a matched canary removed. A base's revision is chosen too, so its failure fails the
+/// request even when a canary replaces it, as in OpenKruise.
 ///
 /// # Errors
-/// A selector error of a candidate (500).
+/// A selector error of a candidate, or the error of `choose` (500).
 pub fn matching<'a>(
     candidates: impl IntoIterator<Item = &'a Arc<SidecarSet>>,
     pod_labels: &BTreeMap<String, String>,
     namespace_labels: Option<&impl Labels>,
+    mut choose: impl FnMut(&Arc<SidecarSet>, usize) -> Result<Arc<SidecarSet>, String>,
 ) -> Result<Vec<Arc<SidecarSet>>, String> {
     let mut matched: Vec<Arc<SidecarSet>> = Vec::new();
     let mut bases: Vec<String> = Vec::new();
@@ -305,10 +294,11 @@ pub fn matching<'a>(
             continue;
         }
         if pod_matches(set, pod_labels, namespace_labels)? {
-            if let Some(base) = set.canary_base() {
+            let chosen = choose(set, matched.len())?;
+            if let Some(base) = chosen.canary_base() {
                 bases.push(base.to_owned());
             }
-            matched.push(set.clone());
+            matched.push(chosen);
         }
     }
     matched.retain(|s| !bases.iter().any(|b| b == s.name()));
@@ -524,6 +514,25 @@ mod tests {
             Ok(false),
             "an invalid namespaceSelector is no match, not an error"
         );
+        // Only operators are checked: `Exists` with values selects on the key, `In` without values nothing.
+        let ns_sel = |expr: serde_json::Value| {
+            set(
+                "a",
+                json!({"selector": {"matchLabels": {"app": "web"}}, "namespaceSelector": {"matchExpressions": [expr]}}),
+                json!({}),
+            )
+        };
+        let exists = ns_sel(json!({"key": "env", "operator": "Exists", "values": ["x"]}));
+        assert_eq!(
+            pod_matches(&exists, &pod, Some(&labels(&[("env", "prod")]))),
+            Ok(true)
+        );
+        assert_eq!(pod_matches(&exists, &pod, Some(&labels(&[]))), Ok(false));
+        let in_nothing = ns_sel(json!({"key": "env", "operator": "In", "values": []}));
+        assert_eq!(
+            pod_matches(&in_nothing, &pod, Some(&labels(&[("env", "prod")]))),
+            Ok(false)
+        );
     }
 
     #[test]
@@ -550,7 +559,7 @@ mod tests {
             ),
             set("plain", json!({"selector": sel}), json!({})),
         ];
-        let names: Vec<String> = matching(sets.iter(), &pod, Some(&ns))
+        let names: Vec<String> = matching(sets.iter(), &pod, Some(&ns), |s, _| Ok(s.clone()))
             .unwrap()
             .iter()
             .map(|s| s.name().to_owned())
