@@ -13,9 +13,10 @@
 //! 5. any error so far stops here;
 //! 6. conflicts with the other SidecarSets (visited in name order).
 //!
-//! A violation is answered like OpenKruise's `admission.Errored(500, ...)`: `allowed: false`, **code 500**
-//! (§12; it overrides DECISIONS 14 because that is what OpenKruise clients see), no reason, and the message
-//! `ErrorList.ToAggregate().Error()` ([`field_error::aggregate`]). Success is a plain allow (OpenKruise also
+//! A violation is answered `allowed: false`, **code 422** (DECISIONS 14 overrides the `Errored(500, ...)` of
+//! spec §12), no reason, and OpenKruise's message `ErrorList.ToAggregate().Error()` ([`field_error::aggregate`]).
+//! When the whitelist ConfigMap could not be read the answer is code 500 with the same message: the object may
+//! be fine, the cluster read failed. Success is a plain allow (OpenKruise also
 //! sets the message `allowed to be admitted`, which [`Verdict`] cannot carry).
 //!
 //! The resources-policy expression check needs the calculator of §5: the caller passes it as
@@ -76,7 +77,7 @@ pub struct ValidateContext<'a> {
 /// Answers a SidecarSet validating admission request (§8).
 ///
 /// Operations other than CREATE and UPDATE are allowed. A valid object is allowed; an invalid one is denied
-/// with code 500 and the aggregated field errors.
+/// with code 422 (500 when the whitelist could not be read) and the aggregated field errors.
 ///
 /// # Errors
 /// [`WebhookError::UnsupportedVersion`] when `request.resource.version` is neither v1alpha1 nor v1beta1, and
@@ -105,8 +106,14 @@ pub fn validate(
         verdict.allow_message = Some(ALLOWED_MESSAGE.to_owned());
         Ok(verdict)
     } else {
+        let unread_whitelist = !subject.spec.patch_pod_metadata.is_empty()
+            && matches!(ctx.patch_metadata_whitelist, WhitelistSource::ReadError(_));
         Ok(Verdict::deny(Denial {
-            code: VIOLATION_CODE,
+            code: if unread_whitelist {
+                500
+            } else {
+                VIOLATION_CODE
+            },
             reason: None,
             message: aggregate(&errors),
         }))

@@ -1171,6 +1171,18 @@ fn scenario_61_whitelist() {
         &read_error.errors(&obj),
         "spec.patchPodMetadata: Required value: configmaps \"kruise-configuration\" is forbidden",
     );
+    // The cluster read failed, not the object: 500, with the same text.
+    let denial = read_error
+        .review(&request("CREATE", "v1beta1", &obj, None))
+        .unwrap()
+        .denial()
+        .cloned()
+        .expect("denied");
+    assert_eq!(denial.code, 500);
+    assert_eq!(
+        denial.message,
+        "spec.patchPodMetadata: Required value: configmaps \"kruise-configuration\" is forbidden"
+    );
     let bad_json = Env::new().whitelist("{not json").errors(&obj);
     assert_eq!(bad_json.len(), 1);
     assert!(bad_json[0].starts_with("spec.patchPodMetadata: Required value: "));
