@@ -266,8 +266,9 @@ pub fn is_sidecar_container_update_completed(
 }
 
 /// `IsPodStateConsistent(pod, containers)`: as many container statuses as containers; then every listed
-/// sidecar (all of the SidecarSet's when `only` is `None`) either uses a digest image matching its status
-/// imageID, or, as soon as one of them does not use a digest, the in-place update is complete (§9).
+/// sidecar (all of the SidecarSet's when `only` is `None`), in the pod's container order, uses a digest image
+/// matching its status imageID; at the first one that does not use a digest the comparison stops and the
+/// in-place update must be complete instead (§9, `IsPodStateConsistent`).
 pub fn is_pod_state_consistent(
     pod: &Pod,
     set: &SidecarSet,
@@ -292,8 +293,9 @@ pub fn is_pod_state_consistent(
     let mut all_digest = true;
     for container in containers(pod).iter().filter(|c| names.contains(&c.name)) {
         if !is_image_digest(container.image.as_deref().unwrap_or("")) {
+            // OpenKruise stops at the first sidecar without a digest: later digests are not compared.
             all_digest = false;
-            continue;
+            break;
         }
         if !container_digest_matches(pod, container) {
             return false;

@@ -477,6 +477,38 @@ fn digest_images_compare_with_the_status_image_id() {
 }
 
 #[test]
+fn digests_after_the_first_tagged_sidecar_are_not_compared() {
+    let digest = format!("envoy@sha256:{}", "a".repeat(64));
+    let mut v = set_json();
+    v["spec"]["containers"] = json!([
+        {"name": "log", "image": "fluent-bit:2.1"},
+        {"name": "dns-f", "image": digest}
+    ]);
+    let s = set_from(v);
+    let mut p = injected_pod("p", "h1", "r");
+    p["spec"]["containers"] = json!([
+        {"name": "log", "image": "fluent-bit:2.1"},
+        {"name": "dns-f", "image": digest},
+        {"name": "app", "image": "app:1"}
+    ]);
+    // The runtime reports the digest under another repository spelling: no match.
+    p["status"]["containerStatuses"] = json!([
+        {"name": "log", "image": "fluent-bit:2.1", "imageID": "docker-pullable://fluent-bit@sha256:cccc"},
+        {"name": "dns-f", "image": digest, "imageID": format!("docker.io/library/{digest}")},
+        {"name": "app", "image": "app:1", "imageID": "docker-pullable://app@sha256:bbbb"}
+    ]);
+    // `log` comes first and has no digest: the comparison stops there, and with no in-place update under
+    // way the pod is consistent (OpenKruise's `break`).
+    assert!(is_pod_state_consistent(&pod(p.clone()), &s, None));
+    // With the digest sidecar first, it is compared, and the mismatch counts.
+    let containers = p["spec"]["containers"].as_array_mut().unwrap();
+    containers.swap(0, 1);
+    let statuses = p["status"]["containerStatuses"].as_array_mut().unwrap();
+    statuses.swap(0, 1);
+    assert!(!is_pod_state_consistent(&pod(p), &s, None));
+}
+
+#[test]
 fn hot_upgrade_pod_is_ready_only_with_the_empty_image_on_the_idle_copy() {
     let mut v = set_json();
     v["spec"]["containers"][0]["upgradeStrategy"] =
