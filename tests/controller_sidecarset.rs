@@ -413,3 +413,33 @@ async fn the_loop_reconciles_only_while_leading() {
     );
     controller.stop().await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn losing_leadership_abandons_a_reconcile_in_flight() {
+    // webhook-server.md §9: controllers run on the leader only. A reconcile stuck on a slow apiserver when
+    // the Lease is lost must not go on writing after another replica took over.
+    let (client, mut handle) = mock();
+    let source = snapshot(set_json(json!(null)), vec![]);
+    let (leader, leader_rx) = watch::channel(true);
+    let controller = SidecarSetController::start(
+        client,
+        Arc::new(source),
+        "kruise-system".into(),
+        leader_rx,
+        LoopSettings::default(),
+    );
+    let stuck = expect(&mut handle, Method::POST, REVISIONS).await;
+    leader.send_replace(false);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The apiserver answers late: the abandoned reconcile does not go on to write the status.
+    let mut created = stuck.body.clone();
+    created["metadata"]["resourceVersion"] = json!("51");
+    respond(stuck.send, StatusCode::CREATED, &created);
+    assert!(
+        tokio::time::timeout(Duration::from_secs(300), handle.next_request())
+            .await
+            .is_err(),
+        "no call after leadership was lost"
+    );
+    controller.stop().await;
+}

@@ -537,6 +537,13 @@ async fn wait(
     *stop.borrow()
 }
 
+/// Resolves when `leader` turns false (never when the elector is gone: shutdown comes through `stop`).
+async fn leadership_lost(leader: &mut watch::Receiver<bool>) {
+    if leader.wait_for(|leading| !*leading).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 async fn run(
     client: Client,
     source: Arc<dyn SidecarSetSource>,
@@ -583,6 +590,10 @@ async fn run(
                 let outcome = tokio::select! {
                     r = tokio::time::timeout(settings.reconcile_timeout, reconcile(&client, &*source, set, &namespace)) => r,
                     _ = stop.changed() => return,
+                    () = leadership_lost(&mut leader) => {
+                        tracing::warn!(sidecar_set = set.name(), "leadership lost: reconcile abandoned");
+                        break;
+                    }
                 };
                 let error = match outcome {
                     Ok(Ok(done)) => {
