@@ -19,7 +19,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
-use kruise_webhooks::api::sidecarset::{SIDECARSET_NAME_LABEL, SidecarSet};
+use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
 use kruise_webhooks::sidecarset::select::SidecarSetIndex;
@@ -406,7 +406,7 @@ pub struct SidecarSetCache {
 }
 
 impl SidecarSetCache {
-    /// Watches every SidecarSet and the SidecarSet ControllerRevisions of `kruise_namespace`.
+    /// Watches every SidecarSet and the ControllerRevisions of `kruise_namespace`.
     pub fn start(client: &Client, kruise_namespace: &str) -> Self {
         let index = Arc::new(std::sync::RwLock::new(SidecarSetIndex::default()));
         let index_synced = Arc::new(AtomicBool::new(false));
@@ -443,9 +443,9 @@ impl SidecarSetCache {
         });
         let (reader, writer) = reflector::store();
         let api = Api::<ControllerRevision>::namespaced(client.clone(), kruise_namespace);
-        let config = watcher::Config::default()
-            .any_semantic()
-            .labels(SIDECARSET_NAME_LABEL);
+        // Every revision of the namespace, not only those labelled kruise.io/sidecarset-name: `revisionName`
+        // injection reads any revision there by name, as OpenKruise's GET does (§4.4).
+        let config = watcher::Config::default().any_semantic();
         let stream = watcher(api, config)
             .default_backoff()
             .modify(|o| o.managed_fields_mut().clear());
