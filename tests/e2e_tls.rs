@@ -349,6 +349,12 @@ async fn pod_create_matched_by_two_sidecarsets_gets_one_combined_patch() {
     let response = &body["response"];
     assert_eq!(response["allowed"], true);
     assert_eq!(response["patchType"], "JSONPatch");
+    // DECISIONS 18: the audit annotation names what went in (the apiserver prefixes the webhook's name).
+    assert_eq!(
+        response["auditAnnotations"],
+        json!({"sidecarset-injected": "log-agent,mesh"})
+    );
+    assert!(response.get("warnings").is_none(), "{response}");
     use base64::Engine;
     let patch: json_patch::Patch = serde_json::from_slice(
         &base64::engine::general_purpose::STANDARD

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
+use crate::api::sidecarset::HASH_ANNOTATION;
 use crate::features::FeatureGates;
 use crate::json::string_value;
 use crate::rawpod::{RawPod, Section, elements_of, string_map};
@@ -138,13 +139,26 @@ fn draw(first: f64, i: usize) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// Step 3: SidecarSet injection (spec/sidecarset.md §4.2-4.8).
+/// The audit annotation naming the SidecarSets whose sidecars went into the pod (DECISIONS 18); the apiserver
+/// prefixes it with the webhook's name.
+pub const INJECTED_AUDIT_ANNOTATION: &str = "sidecarset-injected";
+
+/// The warning for a SidecarSet that selects the pod but was skipped because its injection is paused.
+fn paused_warning(name: &str) -> String {
+    format!(
+        "SidecarSet {name} selects this pod but its injection is paused (spec.injectionStrategy.paused): its sidecars were not injected"
+    )
+}
+
+/// Step 3: SidecarSet injection (spec/sidecarset.md §4.2-4.8). Adds to `verdict` a warning per paused
+/// SidecarSet that selects the pod and the audit annotation naming what was injected (DECISIONS 18).
 fn sidecarset_step(
     doc: &mut RawPod<'_>,
     pod_labels: &BTreeMap<String, String>,
     req: &AdmissionRequest,
     view: &(impl ClusterView + SidecarSetView),
     ctx: &PodContext<'_>,
+    verdict: &mut Verdict,
 ) -> Result<(), WebhookError> {
     // §4.10: UPDATE ends with no change in OpenKruise's default control.
     if req.operation != Operation::Create || !is_active(doc) {
@@ -184,8 +198,30 @@ fn sidecarset_step(
         now: ctx.now,
         sort_containers_by_name: ctx.gates.enabled("EnableSortSidecarContainerByName"),
     };
+    // A paused SidecarSet that selects the pod is skipped (§4.3 step 3.1); say so. Its selector errors were
+    // never evaluated by OpenKruise, so they are not reported here either.
+    verdict.warnings.extend(
+        candidates
+            .iter()
+            .filter(|set| set.spec.injection_strategy.paused)
+            .filter(|set| {
+                select::pod_matches(set, pod_labels, namespace_labels.as_ref()) == Ok(true)
+            })
+            .map(|set| paused_warning(set.name())),
+    );
     inject::inject(doc, &chosen, options, &crate::sidecarset::resources::apply)
         .map_err(|e| failed(e.to_string()))?;
+    // Sidecars went in exactly when the hash annotation was rewritten (a pod injected before keeps it).
+    if doc.annotation(HASH_ANNOTATION) != doc.received_annotation(HASH_ANNOTATION) {
+        let names: Vec<&str> = chosen
+            .iter()
+            .filter(|set| !set.spec.containers.is_empty() || !set.spec.init_containers.is_empty())
+            .map(|set| set.name())
+            .collect();
+        verdict
+            .audit_annotations
+            .insert(INJECTED_AUDIT_ANNOTATION.to_owned(), names.join(","));
+    }
     Ok(())
 }
 
@@ -217,12 +253,12 @@ pub fn mutate(
     {
         doc.fill_namespace(ns);
     }
+    let mut verdict = Verdict::allow();
     readiness_gate(&mut doc, req, ctx.gates); // 1
     // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
-    sidecarset_step(&mut doc, &labels, req, view, ctx)?; // 3
+    sidecarset_step(&mut doc, &labels, req, view, ctx, &mut verdict)?; // 3
     // 4: container launch priority, 5: PUB related-pub, 6: PersistentPodState, 7: enhanced liveness probe,
     // 8: PodProbeMarker on serverless — owned by later issues; no-ops here.
-    let mut verdict = Verdict::allow();
     verdict.patch = doc.into_patch();
     Ok(verdict)
 }

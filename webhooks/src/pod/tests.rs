@@ -115,6 +115,46 @@ fn two_sidecarsets_are_injected_in_one_patch_and_unknown_fields_survive() {
 }
 
 #[test]
+fn paused_sidecarsets_that_select_the_pod_are_warned_about_and_injections_audited() {
+    // DECISIONS 18.
+    let gates = FeatureGates::default();
+    let view = cluster(&format!(
+        "{TWO_SETS}\n---\n{}\n---\n{}",
+        "apiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {name: c-paused}\nspec:\n  selector: {matchLabels: {app: web}}\n  injectionStrategy: {paused: true}\n  containers: [{name: paused, image: p}]",
+        "apiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {name: d-paused-elsewhere}\nspec:\n  selector: {matchLabels: {app: db}}\n  injectionStrategy: {paused: true}\n  containers: [{name: other, image: o}]",
+    ));
+    let req = request("CREATE", pod(json!({"app": "web"})), "");
+    let verdict = mutate(&req, &view, &ctx(&gates)).unwrap();
+    assert_eq!(
+        verdict.warnings,
+        [
+            "SidecarSet c-paused selects this pod but its injection is paused (spec.injectionStrategy.paused): its sidecars were not injected"
+        ]
+    );
+    assert_eq!(
+        verdict.audit_annotations,
+        BTreeMap::from([(
+            INJECTED_AUDIT_ANNOTATION.to_owned(),
+            "a-mesh,b-logging".to_owned()
+        )])
+    );
+    let out = apply(&req, &verdict);
+    assert_eq!(names(&out, "containers"), ["envoy", "app", "log-agent"]);
+
+    // The injected pod again: nothing goes in, nothing is audited.
+    let again = request("CREATE", out, "");
+    let verdict = mutate(&again, &view, &ctx(&gates)).unwrap();
+    assert!(verdict.patch.is_empty());
+    assert!(verdict.audit_annotations.is_empty());
+    assert_eq!(verdict.warnings.len(), 1);
+
+    // No match, no warning.
+    let other = request("CREATE", pod(json!({"app": "cache"})), "");
+    let verdict = mutate(&other, &view, &ctx(&gates)).unwrap();
+    assert!(verdict.warnings.is_empty() && verdict.audit_annotations.is_empty());
+}
+
+#[test]
 fn same_input_same_patch_whatever_the_load_order() {
     let gates = FeatureGates::default();
     let docs: Vec<&str> = TWO_SETS.split("\n---\n").collect();
