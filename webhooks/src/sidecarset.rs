@@ -4,6 +4,7 @@
 pub mod defaults;
 pub mod hash;
 pub mod inject;
+pub mod merge_patch;
 pub mod resources;
 pub mod revision;
 pub mod select;

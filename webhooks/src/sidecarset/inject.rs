@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::merge_patch::merge_patch;
 use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
@@ -473,22 +474,9 @@ pub fn patch_pod_metadata(
             let next = match entry.patch_policy.as_str() {
                 "Overwrite" => value.clone(),
                 "MergePatchJson" => match existing.filter(|e| !e.is_empty()) {
-                    Some(existing) => {
-                        // evanphx/json-patch's errors, which OpenKruise returns as they are: a value that
-                        // is not JSON or is `null`, a patch that is neither an object nor an array.
-                        let mut doc: Value = serde_json::from_str(&existing)
-                            .ok()
-                            .filter(|v: &Value| !v.is_null())
-                            .ok_or_else(|| {
-                                InjectError::MergePatch("Invalid JSON Document".into())
-                            })?;
-                        let patch: Value = serde_json::from_str(value)
-                            .ok()
-                            .filter(|v: &Value| v.is_object() || v.is_array())
-                            .ok_or_else(|| InjectError::MergePatch("Invalid JSON Patch".into()))?;
-                        json_patch::merge(&mut doc, &patch);
-                        gojson::to_string(&doc)
-                    }
+                    // evanphx/json-patch's MergePatch, its errors returned as they are.
+                    Some(existing) => merge_patch(&existing, value)
+                        .map_err(|e| InjectError::MergePatch(e.into()))?,
                     None => value.clone(),
                 },
                 "Retain" | "" => match existing {
