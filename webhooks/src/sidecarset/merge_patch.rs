@@ -1,4 +1,4 @@
-//! `jsonpatch.MergePatch` of github.com/evanphx/json-patch (the v4 API OpenKruise's `patchPodMetadata`
+//! `jsonpatch.MergePatch` of github.com/evanphx/json-patch (the root package, v4 API, OpenKruise's `patchPodMetadata`
 //! `MergePatchJson` calls, spec/sidecarset.md §4.5), byte for byte.
 //!
 //! The library keeps every value as its raw text until the merge has to look inside it (a "lazy node"): an
@@ -143,8 +143,9 @@ fn prune_doc_nulls(doc: &mut Doc<'_>) {
     }
 }
 
-/// Nulls in arrays stay (RFC 7386, and the library since it stopped dropping them); their objects are pruned.
-fn prune_ary_nulls(ary: &mut [Option<Node<'_>>]) {
+/// Nulls are dropped from arrays too (the v4 API OpenKruise imports; the library's v5 module keeps them).
+fn prune_ary_nulls(ary: &mut Vec<Option<Node<'_>>>) {
+    ary.retain(Option::is_some);
     for value in ary.iter_mut().flatten() {
         prune_nulls(value);
     }
@@ -366,7 +367,7 @@ mod tests {
                 r#"{"n":{"z":{"k":null,"j":1},"y":null},"l":[{"b":null,"a":1},null]}"#
             )
             .unwrap(),
-            r#"{"a":1,"l":[{"a":1},null],"n":{"z":{"j":1}}}"#
+            r#"{"a":1,"l":[{"a":1}],"n":{"z":{"j":1}}}"#
         );
         // A scalar replaced by an object: the patch is pruned too.
         assert_eq!(
@@ -398,7 +399,7 @@ mod tests {
         );
         assert_eq!(
             merge_patch(r#""text""#, r#"[ {"a":null} , null ]"#).unwrap(),
-            r#"[{},null]"#
+            r#"[{}]"#
         );
         assert_eq!(
             merge_patch(r#"{"a":1}"#, r#"[1]"#).unwrap(),
