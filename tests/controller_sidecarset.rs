@@ -364,11 +364,11 @@ async fn an_existing_revision_with_the_same_data_is_adopted() {
     assert_eq!(done.revision_writes, 0);
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn the_loop_reconciles_only_while_leading() {
-    let (client, mut handle) = mock();
+/// The controller loop over [`set_json`] without revisions, leading or not as `leading` says.
+fn start_loop(leading: bool) -> (watch::Sender<bool>, SidecarSetController, Handle) {
+    let (client, handle) = mock();
     let source = snapshot(set_json(json!(null)), vec![]);
-    let (leader, leader_rx) = watch::channel(false);
+    let (leader, leader_rx) = watch::channel(leading);
     let controller = SidecarSetController::start(
         client,
         Arc::new(source),
@@ -376,6 +376,12 @@ async fn the_loop_reconciles_only_while_leading() {
         leader_rx,
         LoopSettings::default(),
     );
+    (leader, controller, handle)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_loop_reconciles_only_while_leading() {
+    let (leader, controller, mut handle) = start_loop(false);
     // Not leading: nothing for a while.
     assert!(
         tokio::time::timeout(Duration::from_secs(300), handle.next_request())
@@ -418,16 +424,7 @@ async fn the_loop_reconciles_only_while_leading() {
 async fn losing_leadership_abandons_a_reconcile_in_flight() {
     // webhook-server.md §9: controllers run on the leader only. A reconcile stuck on a slow apiserver when
     // the Lease is lost must not go on writing after another replica took over.
-    let (client, mut handle) = mock();
-    let source = snapshot(set_json(json!(null)), vec![]);
-    let (leader, leader_rx) = watch::channel(true);
-    let controller = SidecarSetController::start(
-        client,
-        Arc::new(source),
-        "kruise-system".into(),
-        leader_rx,
-        LoopSettings::default(),
-    );
+    let (leader, controller, mut handle) = start_loop(true);
     let stuck = expect(&mut handle, Method::POST, REVISIONS).await;
     leader.send_replace(false);
     tokio::time::sleep(Duration::from_secs(1)).await;
