@@ -86,6 +86,298 @@ fn is_go_printable(c: char) -> bool {
         || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
 }
 
+/// The error `json.Unmarshal` returns for `text` into a Go `map[string]string`, `None` when it succeeds: a
+/// syntax error first (the whole text is checked before decoding), else the first type mismatch. `null`
+/// members and a `null` document are no error in Go.
+pub fn unmarshal_string_map_error(text: &str) -> Option<String> {
+    if let Some(e) = syntax_error(text) {
+        return Some(e);
+    }
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let kind = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "bool",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    };
+    match &value {
+        serde_json::Value::Null => None,
+        serde_json::Value::Object(_) => first_member_mismatch(text)
+            .map(|found| format!("json: cannot unmarshal {found} into Go value of type string")),
+        other => Some(format!(
+            "json: cannot unmarshal {} into Go value of type map[string]string",
+            kind(other)
+        )),
+    }
+}
+
+/// The kind of the first member value of object `text` (valid JSON) that is neither a string nor null, in
+/// document order (serde_json's map is sorted, Go reports the first it meets).
+fn first_member_mismatch(text: &str) -> Option<&'static str> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct First;
+    impl<'de> Visitor<'de> for First {
+        type Value = Option<&'static str>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            while let Some((_, v)) = map.next_entry::<IgnoredAny, serde_json::Value>()? {
+                let kind = match v {
+                    serde_json::Value::Null | serde_json::Value::String(_) => continue,
+                    serde_json::Value::Bool(_) => "bool",
+                    serde_json::Value::Number(_) => "number",
+                    serde_json::Value::Array(_) => "array",
+                    serde_json::Value::Object(_) => "object",
+                };
+                found = found.or(Some(kind));
+            }
+            Ok(found)
+        }
+    }
+    serde_json::Deserializer::from_str(text)
+        .deserialize_map(First)
+        .ok()
+        .flatten()
+}
+
+/// What Go's JSON scanner expects next.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    BeginValue,
+    BeginValueOrEmpty,
+    BeginStringOrEmpty,
+    BeginString,
+    EndValue,
+    EndTop,
+    InString,
+    InStringEsc,
+    InStringEscU(u8),
+    Neg,
+    One,
+    Zero,
+    Dot,
+    Dot0,
+    E,
+    ESign,
+    E0,
+    /// A literal: the bytes still expected and the literal's name.
+    Literal(&'static [u8], &'static str),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parse {
+    ObjectKey,
+    ObjectValue,
+    ArrayValue,
+}
+
+/// Go's `quoteChar`: the byte as a rune, quoted with single quotes.
+fn quote_char(c: u8) -> String {
+    match c {
+        b'\'' => "'\\''".to_owned(),
+        b'"' => "'\"'".to_owned(),
+        c => {
+            let quoted = go_quote(&char::from(c).to_string());
+            format!("'{}'", &quoted[1..quoted.len() - 1])
+        }
+    }
+}
+
+/// The message of the `*json.SyntaxError` Go's scanner reports for `text`, `None` for valid JSON.
+pub fn syntax_error(text: &str) -> Option<String> {
+    let invalid =
+        |c: u8, context: &str| Some(format!("invalid character {} {context}", quote_char(c)));
+    let mut stack: Vec<Parse> = Vec::new();
+    let mut step = Scan::BeginValue;
+    let is_space = |c: u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
+    for &c in text.as_bytes() {
+        // A byte may be re-examined by the state it ends in (Go's `return stateX(s, c)`).
+        let mut state = step;
+        loop {
+            match state {
+                Scan::BeginValueOrEmpty if c == b']' => {
+                    state = Scan::EndValue;
+                    continue;
+                }
+                Scan::BeginValue | Scan::BeginValueOrEmpty => {
+                    if is_space(c) {
+                        break;
+                    }
+                    step = match c {
+                        b'{' => {
+                            stack.push(Parse::ObjectKey);
+                            Scan::BeginStringOrEmpty
+                        }
+                        b'[' => {
+                            stack.push(Parse::ArrayValue);
+                            Scan::BeginValueOrEmpty
+                        }
+                        b'"' => Scan::InString,
+                        b'-' => Scan::Neg,
+                        b'0' => Scan::Zero,
+                        b'1'..=b'9' => Scan::One,
+                        b't' => Scan::Literal(b"rue", "true"),
+                        b'f' => Scan::Literal(b"alse", "false"),
+                        b'n' => Scan::Literal(b"ull", "null"),
+                        _ => return invalid(c, "looking for beginning of value"),
+                    };
+                }
+                Scan::BeginStringOrEmpty if c == b'}' => {
+                    if let Some(top) = stack.last_mut() {
+                        *top = Parse::ObjectValue;
+                    }
+                    state = Scan::EndValue;
+                    continue;
+                }
+                Scan::BeginStringOrEmpty | Scan::BeginString => {
+                    if is_space(c) {
+                        break;
+                    }
+                    if c != b'"' {
+                        return invalid(c, "looking for beginning of object key string");
+                    }
+                    step = Scan::InString;
+                }
+                Scan::EndValue => {
+                    let Some(&top) = stack.last() else {
+                        state = Scan::EndTop;
+                        continue;
+                    };
+                    if is_space(c) {
+                        step = Scan::EndValue;
+                        break;
+                    }
+                    step = match (top, c) {
+                        (Parse::ObjectKey, b':') => {
+                            *stack.last_mut()? = Parse::ObjectValue;
+                            Scan::BeginValue
+                        }
+                        (Parse::ObjectKey, _) => return invalid(c, "after object key"),
+                        (Parse::ObjectValue, b',') => {
+                            *stack.last_mut()? = Parse::ObjectKey;
+                            Scan::BeginString
+                        }
+                        (Parse::ObjectValue | Parse::ArrayValue, b'}' | b']')
+                            if (top == Parse::ObjectValue) == (c == b'}') =>
+                        {
+                            stack.pop();
+                            Scan::EndValue
+                        }
+                        (Parse::ObjectValue, _) => {
+                            return invalid(c, "after object key:value pair");
+                        }
+                        (Parse::ArrayValue, b',') => Scan::BeginValue,
+                        (Parse::ArrayValue, _) => return invalid(c, "after array element"),
+                    };
+                }
+                Scan::EndTop => {
+                    if !is_space(c) {
+                        return invalid(c, "after top-level value");
+                    }
+                    step = Scan::EndTop;
+                }
+                Scan::InString => {
+                    step = match c {
+                        b'"' => Scan::EndValue,
+                        b'\\' => Scan::InStringEsc,
+                        c if c < 0x20 => return invalid(c, "in string literal"),
+                        _ => Scan::InString,
+                    };
+                }
+                Scan::InStringEsc => {
+                    step = match c {
+                        b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => Scan::InString,
+                        b'u' => Scan::InStringEscU(0),
+                        _ => return invalid(c, "in string escape code"),
+                    };
+                }
+                Scan::InStringEscU(n) => {
+                    if !c.is_ascii_hexdigit() {
+                        return invalid(c, "in \\u hexadecimal character escape");
+                    }
+                    step = if n == 3 {
+                        Scan::InString
+                    } else {
+                        Scan::InStringEscU(n + 1)
+                    };
+                }
+                Scan::Neg => {
+                    step = match c {
+                        b'0' => Scan::Zero,
+                        b'1'..=b'9' => Scan::One,
+                        _ => return invalid(c, "in numeric literal"),
+                    };
+                }
+                Scan::One if c.is_ascii_digit() => step = Scan::One,
+                Scan::One | Scan::Zero => match c {
+                    b'.' => step = Scan::Dot,
+                    b'e' | b'E' => step = Scan::E,
+                    _ => {
+                        state = Scan::EndValue;
+                        continue;
+                    }
+                },
+                Scan::Dot => {
+                    if !c.is_ascii_digit() {
+                        return invalid(c, "after decimal point in numeric literal");
+                    }
+                    step = Scan::Dot0;
+                }
+                Scan::Dot0 => match c {
+                    b'0'..=b'9' => step = Scan::Dot0,
+                    b'e' | b'E' => step = Scan::E,
+                    _ => {
+                        state = Scan::EndValue;
+                        continue;
+                    }
+                },
+                Scan::E if matches!(c, b'+' | b'-') => step = Scan::ESign,
+                Scan::E | Scan::ESign => {
+                    if !c.is_ascii_digit() {
+                        return invalid(c, "in exponent of numeric literal");
+                    }
+                    step = Scan::E0;
+                }
+                Scan::E0 => {
+                    if c.is_ascii_digit() {
+                        step = Scan::E0;
+                    } else {
+                        state = Scan::EndValue;
+                        continue;
+                    }
+                }
+                Scan::Literal(rest, name) => {
+                    if c != rest[0] {
+                        let context =
+                            format!("in literal {name} (expecting {})", quote_char(rest[0]));
+                        return invalid(c, &context);
+                    }
+                    step = if rest.len() == 1 {
+                        Scan::EndValue
+                    } else {
+                        Scan::Literal(&rest[1..], name)
+                    };
+                }
+            }
+            break;
+        }
+        if stack.len() > 10000 {
+            return invalid(c, "exceeded max depth");
+        }
+    }
+    // End of input: only a finished top-level value (a number may end here) is complete.
+    let complete = stack.is_empty()
+        && matches!(
+            step,
+            Scan::EndValue | Scan::EndTop | Scan::One | Scan::Zero | Scan::Dot0 | Scan::E0
+        );
+    (!complete).then(|| "unexpected end of JSON input".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +390,103 @@ mod tests {
             r#"{"a":1,"b":"\u003ca\u0026b\u003e"}"#
         );
         assert_eq!(to_string(&json!({"k": "\u{2028}"})), r#"{"k":"\u2028"}"#);
+    }
+
+    #[test]
+    fn syntax_errors_read_as_go_scanner_errors() {
+        let cases = [
+            (
+                "not-json",
+                "invalid character 'o' in literal null (expecting 'u')",
+            ),
+            ("x", "invalid character 'x' looking for beginning of value"),
+            ("", "unexpected end of JSON input"),
+            ("{\"a\":", "unexpected end of JSON input"),
+            ("{\"a\" 1}", "invalid character '1' after object key"),
+            (
+                "{\"a\":1 2}",
+                "invalid character '2' after object key:value pair",
+            ),
+            (
+                "{\"a\":\"b\",}",
+                "invalid character '}' looking for beginning of object key string",
+            ),
+            (
+                "{a:1}",
+                "invalid character 'a' looking for beginning of object key string",
+            ),
+            ("[1 2]", "invalid character '2' after array element"),
+            ("{} x", "invalid character 'x' after top-level value"),
+            (
+                "{\"a\":\"\\q\"}",
+                "invalid character 'q' in string escape code",
+            ),
+            (
+                "{\"a\":\"\\u12x4\"}",
+                "invalid character 'x' in \\u hexadecimal character escape",
+            ),
+            ("\"a\nb\"", "invalid character '\\n' in string literal"),
+            ("-x", "invalid character 'x' in numeric literal"),
+            (
+                "1.x",
+                "invalid character 'x' after decimal point in numeric literal",
+            ),
+            ("1e+", "unexpected end of JSON input"),
+            (
+                "1ex",
+                "invalid character 'x' in exponent of numeric literal",
+            ),
+            ("01", "invalid character '1' after top-level value"),
+            ("tru", "unexpected end of JSON input"),
+            (
+                "fals3",
+                "invalid character '3' in literal false (expecting 'e')",
+            ),
+            (
+                "{'a':1}",
+                "invalid character '\\'' looking for beginning of object key string",
+            ),
+            ("[\"a\"}", "invalid character '}' after array element"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(syntax_error(text).as_deref(), Some(want), "{text:?}");
+        }
+        for valid in [
+            "{}",
+            "[]",
+            " [ 1 , -0.5e+3 , \"\\u00e9\" , true , null ] ",
+            "0",
+            "{\"a\":{\"b\":[]}}",
+        ] {
+            assert_eq!(syntax_error(valid), None, "{valid:?}");
+            assert!(serde_json::from_str::<serde_json::Value>(valid).is_ok());
+        }
+    }
+
+    #[test]
+    fn type_errors_into_a_string_map_read_as_go() {
+        assert_eq!(unmarshal_string_map_error(r#"{"a":"x","b":null}"#), None);
+        assert_eq!(unmarshal_string_map_error("null"), None);
+        assert_eq!(
+            unmarshal_string_map_error(r#"{"b":"x","z":[1],"a":1}"#).as_deref(),
+            Some("json: cannot unmarshal array into Go value of type string"),
+            "the first in document order"
+        );
+        assert_eq!(
+            unmarshal_string_map_error(r#"{"a":{"hash":"h"}}"#).as_deref(),
+            Some("json: cannot unmarshal object into Go value of type string")
+        );
+        assert_eq!(
+            unmarshal_string_map_error("[1]").as_deref(),
+            Some("json: cannot unmarshal array into Go value of type map[string]string")
+        );
+        assert_eq!(
+            unmarshal_string_map_error("\"h1\"").as_deref(),
+            Some("json: cannot unmarshal string into Go value of type map[string]string")
+        );
+        assert_eq!(
+            unmarshal_string_map_error("not-json").as_deref(),
+            Some("invalid character 'o' in literal null (expecting 'u')")
+        );
     }
 }

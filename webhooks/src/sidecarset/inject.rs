@@ -425,7 +425,11 @@ fn read_upgrade_specs(
     doc: &RawPod<'_>,
     key: &'static str,
 ) -> Result<Entries<'static>, InjectError> {
-    let Some(raw) = doc.annotation(key).filter(|v| !v.is_empty()) else {
+    // `null` decodes into Go's map without error, leaving it empty.
+    let Some(raw) = doc
+        .annotation(key)
+        .filter(|v| !v.is_empty() && v.trim_matches([' ', '\t', '\r', '\n']) != "null")
+    else {
         return Ok(Entries::default());
     };
     fn entries(specs: impl IntoIterator<Item = (String, UpgradeSpec)>) -> Entries<'static> {
@@ -446,7 +450,9 @@ fn read_upgrade_specs(
                 name: doc.metadata_str("name").to_owned(),
                 key,
                 value: raw.to_owned(),
-                reason: current.to_string(),
+                // Go reports the legacy decode's error, in encoding/json's words.
+                reason: gojson::unmarshal_string_map_error(raw)
+                    .unwrap_or_else(|| current.to_string()),
             }),
         },
     }

@@ -188,7 +188,20 @@ fn corrupt_hash_annotation_fails_the_request() {
     let mut p = pod();
     p["metadata"]["annotations"] = json!({HASH_ANNOTATION: "not-json"});
     let err = run(&mut p, &[sidecarset1()]).unwrap_err().to_string();
-    assert!(err.starts_with("pod(default/test-pod) invalid annotations[kruise.io/sidecarset-hash] value not-json, unmarshal failed:"), "{err}");
+    assert_eq!(
+        err,
+        "pod(default/test-pod) invalid annotations[kruise.io/sidecarset-hash] value not-json, unmarshal failed: invalid character 'o' in literal null (expecting 'u')"
+    );
+    // Neither shape: the legacy decode's type error, as Go words it.
+    p["metadata"]["annotations"] = json!({HASH_ANNOTATION: r#"{"sidecarset1":1}"#});
+    let err = run(&mut p, &[sidecarset1()]).unwrap_err().to_string();
+    assert!(
+        err.ends_with(r#"value {"sidecarset1":1}, unmarshal failed: json: cannot unmarshal number into Go value of type string"#),
+        "{err}"
+    );
+    // `null` is an empty map to Go: injection goes on.
+    p["metadata"]["annotations"] = json!({HASH_ANNOTATION: "null"});
+    assert!(run(&mut p, &[sidecarset1()]).is_ok());
 }
 
 #[test]
