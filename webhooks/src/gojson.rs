@@ -93,55 +93,36 @@ pub fn unmarshal_string_map_error(text: &str) -> Option<String> {
     if let Some(e) = syntax_error(text) {
         return Some(e);
     }
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    let kind = |v: &serde_json::Value| match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "bool",
-        serde_json::Value::Number(_) => "number",
-        serde_json::Value::String(_) => "string",
-        serde_json::Value::Array(_) => "array",
-        serde_json::Value::Object(_) => "object",
-    };
-    match &value {
-        serde_json::Value::Null => None,
-        serde_json::Value::Object(_) => first_member_mismatch(text)
-            .map(|found| format!("json: cannot unmarshal {found} into Go value of type string")),
+    match kind(text.trim_start()) {
+        "null" => None,
+        "object" => {
+            let mut found = None;
+            let _ = crate::json::Cursor::new(text, &[]).object(|c, _| {
+                let member = kind(c.value());
+                if found.is_none() && !matches!(member, "string" | "null") {
+                    found = Some(member);
+                }
+                Ok(())
+            });
+            found
+                .map(|found| format!("json: cannot unmarshal {found} into Go value of type string"))
+        }
         other => Some(format!(
-            "json: cannot unmarshal {} into Go value of type map[string]string",
-            kind(other)
+            "json: cannot unmarshal {other} into Go value of type map[string]string"
         )),
     }
 }
 
-/// The kind of the first member value of object `text` (valid JSON) that is neither a string nor null, in
-/// document order (serde_json's map is sorted, Go reports the first it meets).
-fn first_member_mismatch(text: &str) -> Option<&'static str> {
-    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
-    struct First;
-    impl<'de> Visitor<'de> for First {
-        type Value = Option<&'static str>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut found = None;
-            while let Some((_, v)) = map.next_entry::<IgnoredAny, serde_json::Value>()? {
-                let kind = match v {
-                    serde_json::Value::Null | serde_json::Value::String(_) => continue,
-                    serde_json::Value::Bool(_) => "bool",
-                    serde_json::Value::Number(_) => "number",
-                    serde_json::Value::Array(_) => "array",
-                    serde_json::Value::Object(_) => "object",
-                };
-                found = found.or(Some(kind));
-            }
-            Ok(found)
-        }
+/// The kind `encoding/json` names in an `UnmarshalTypeError` for the value text (valid JSON) `value`.
+fn kind(value: &str) -> &'static str {
+    match value.as_bytes().first() {
+        Some(b'"') => "string",
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b't' | b'f') => "bool",
+        Some(b'n') => "null",
+        _ => "number",
     }
-    serde_json::Deserializer::from_str(text)
-        .deserialize_map(First)
-        .ok()
-        .flatten()
 }
 
 /// What Go's JSON scanner expects next.
@@ -189,12 +170,29 @@ fn quote_char(c: u8) -> String {
 
 /// The message of the `*json.SyntaxError` Go's scanner reports for `text`, `None` for valid JSON.
 pub fn syntax_error(text: &str) -> Option<String> {
+    scan(text, None)
+}
+
+/// Where every container of `text` opens and closes (offsets of its first byte and just past its last, in
+/// the order they open, as [`crate::json::Cursor`] reads them), when Go's scanner accepts `text`.
+///
+/// # Errors
+/// The scanner's message ([`syntax_error`]).
+pub(crate) fn container_ends(text: &str) -> Result<Vec<(usize, usize)>, String> {
+    let mut ends = Vec::new();
+    scan(text, Some(&mut ends)).map_or(Ok(ends), Err)
+}
+
+/// Go's scanner over `text`: its error message, if any; with `ends`, records where containers open and close.
+fn scan(text: &str, mut ends: Option<&mut Vec<(usize, usize)>>) -> Option<String> {
     let invalid =
         |c: u8, context: &str| Some(format!("invalid character {} {context}", quote_char(c)));
     let mut stack: Vec<Parse> = Vec::new();
+    // The places in `ends` of the open containers, innermost last.
+    let mut opened: Vec<usize> = Vec::new();
     let mut step = Scan::BeginValue;
     let is_space = |c: u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
-    for &c in text.as_bytes() {
+    for (at, &c) in text.as_bytes().iter().enumerate() {
         // A byte may be re-examined by the state it ends in (Go's `return stateX(s, c)`).
         let mut state = step;
         loop {
@@ -206,6 +204,12 @@ pub fn syntax_error(text: &str) -> Option<String> {
                 Scan::BeginValue | Scan::BeginValueOrEmpty => {
                     if is_space(c) {
                         break;
+                    }
+                    if matches!(c, b'{' | b'[')
+                        && let Some(ends) = ends.as_deref_mut()
+                    {
+                        opened.push(ends.len());
+                        ends.push((at, at));
                     }
                     step = match c {
                         b'{' => {
@@ -265,6 +269,9 @@ pub fn syntax_error(text: &str) -> Option<String> {
                             if (top == Parse::ObjectValue) == (c == b'}') =>
                         {
                             stack.pop();
+                            if let (Some(ends), Some(k)) = (ends.as_deref_mut(), opened.pop()) {
+                                ends[k].1 = at + 1;
+                            }
                             Scan::EndValue
                         }
                         (Parse::ObjectValue, _) => {
@@ -461,6 +468,19 @@ mod tests {
             assert_eq!(syntax_error(valid), None, "{valid:?}");
             assert!(serde_json::from_str::<serde_json::Value>(valid).is_ok());
         }
+    }
+
+    #[test]
+    fn container_ends_are_recorded_in_opening_order() {
+        assert_eq!(
+            container_ends(r#" {"a":[1,{}],"b":{"c":[]}} "#),
+            Ok(vec![(1, 26), (6, 12), (9, 11), (17, 25), (22, 24)])
+        );
+        assert_eq!(container_ends("1"), Ok(vec![]));
+        assert_eq!(
+            container_ends("[1"),
+            Err("unexpected end of JSON input".to_owned())
+        );
     }
 
     #[test]

@@ -369,6 +369,17 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// A cursor at offset `i` of `text` (valid JSON), with where its containers close as [`Cursor::new`]
+    /// takes them: the entries before `i` are passed over at once.
+    pub(crate) fn at(text: &'a str, ends: &'a [(usize, usize)], i: usize) -> Self {
+        Self {
+            text,
+            i,
+            ends,
+            next_end: ends.partition_point(|e| e.0 < i),
+        }
+    }
+
     /// Where the container opening at `start` closes, when known.
     fn end_of(&mut self, start: usize) -> Option<usize> {
         while self.ends.get(self.next_end).is_some_and(|e| e.0 < start) {

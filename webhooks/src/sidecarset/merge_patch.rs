@@ -8,30 +8,204 @@
 //! parse-merge-print would sort and normalise the whole value. Output escapes `<`, `>`, `&`, U+2028 and U+2029
 //! as Go's `json.Marshal` does.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::gojson;
+use crate::json::Cursor;
 
 /// evanphx/json-patch's error for a document that is not JSON, or is `null`.
 pub const BAD_DOCUMENT: &str = "Invalid JSON Document";
 /// evanphx/json-patch's error for a patch that is not JSON, `null`, or neither an object nor an array.
 pub const BAD_PATCH: &str = "Invalid JSON Patch";
 
-/// A value as the library holds it: raw text (compacted on output), or an object or array it opened.
-/// `None` in a map or array stands for JSON `null` (Go's nil `*lazyNode`).
-enum Node<'a> {
-    Raw(&'a str),
-    Doc(Doc<'a>),
-    Ary(Vec<Option<Node<'a>>>),
+/// A text the merge reads (the document or the patch) and where its containers close, so that opening a
+/// value never reads through the values inside it: opening every level of a deep value reads it once.
+#[derive(Clone, Copy)]
+struct Source<'a> {
+    text: &'a str,
+    ends: &'a [(usize, usize)],
 }
 
-/// A Go `map[string]*lazyNode`: sorted when written, the last of repeated keys wins.
-type Doc<'a> = BTreeMap<String, Option<Node<'a>>>;
+/// A value as the library holds it: raw text (compacted on output), or an object or array it opened, whose
+/// members are other nodes of the [`Tree`]. `None` stands for JSON `null` (Go's nil `*lazyNode`).
+enum Node<'a> {
+    /// The value at `start..end` of `source`.
+    Raw {
+        source: Source<'a>,
+        start: usize,
+        end: usize,
+    },
+    /// A Go `map[string]*lazyNode`: sorted when written, the last of repeated keys wins.
+    Doc(BTreeMap<Cow<'a, str>, Option<usize>>),
+    Ary(Vec<Option<usize>>),
+}
 
-/// What `json.Unmarshal` into a map makes of a text.
+/// The nodes, by index. Every walk over them keeps its own stack, so no nesting Go accepts (10,000 levels)
+/// can exhaust the thread's stack.
+struct Tree<'a> {
+    nodes: Vec<Node<'a>>,
+}
+
+impl<'a> Tree<'a> {
+    /// A node for the value a cursor on `source` reads next; `None` for `null`.
+    fn read(&mut self, source: Source<'a>, c: &mut Cursor<'a>) -> Option<usize> {
+        c.peek();
+        let start = c.i;
+        (c.value() != "null").then(|| {
+            self.nodes.push(Node::Raw {
+                source,
+                start,
+                end: c.i,
+            });
+            self.nodes.len() - 1
+        })
+    }
+
+    /// The node of a whole source, which is not `null`.
+    fn top(&mut self, source: Source<'a>) -> usize {
+        let node = self.read(source, &mut Cursor::new(source.text, source.ends));
+        node.expect("null is refused before")
+    }
+
+    /// A cursor at raw node `i` when it is a container opening with `open`.
+    fn cursor(&self, i: usize, open: u8) -> Option<(Source<'a>, Cursor<'a>)> {
+        match self.nodes[i] {
+            Node::Raw { source, start, .. } if source.text.as_bytes()[start] == open => {
+                Some((source, Cursor::at(source.text, source.ends, start)))
+            }
+            _ => None,
+        }
+    }
+
+    /// `lazyNode.intoDoc`: opens raw object text into a map; false when the value is not an object.
+    fn open_doc(&mut self, i: usize) -> bool {
+        if let Some((source, mut c)) = self.cursor(i, b'{') {
+            let mut doc = BTreeMap::new();
+            let _ = c.object(|c, key| {
+                let value = self.read(source, c);
+                doc.insert(key, value);
+                Ok(())
+            });
+            self.nodes[i] = Node::Doc(doc);
+        }
+        matches!(self.nodes[i], Node::Doc(_))
+    }
+
+    /// `lazyNode.intoAry`.
+    fn open_ary(&mut self, i: usize) -> bool {
+        if let Some((source, mut c)) = self.cursor(i, b'[') {
+            c.i += 1;
+            let mut ary = Vec::new();
+            while c.peek().is_some_and(|b| b != b']') {
+                ary.push(self.read(source, &mut c));
+                c.separator();
+            }
+            self.nodes[i] = Node::Ary(ary);
+        }
+        matches!(self.nodes[i], Node::Ary(_))
+    }
+
+    fn doc(&mut self, i: usize) -> &mut BTreeMap<Cow<'a, str>, Option<usize>> {
+        match &mut self.nodes[i] {
+            Node::Doc(doc) => doc,
+            _ => unreachable!("opened by into_doc"),
+        }
+    }
+
+    /// `mergeDocs(doc, patch)` for two opened objects, and the `merge` of every pair of objects under the
+    /// same key below them. A value the patch brings in, or one that replaces a non-object, is pruned; a
+    /// non-object patch replacing an object is taken as it is.
+    fn merge_docs(&mut self, doc: usize, patch: usize) {
+        let mut pairs = vec![(doc, patch)];
+        while let Some((doc, patch)) = pairs.pop() {
+            for (key, value) in std::mem::take(self.doc(patch)) {
+                let Some(value) = value else {
+                    self.doc(doc).remove(&key);
+                    continue;
+                };
+                match self.doc(doc).get(&key).copied().flatten() {
+                    Some(current) if self.open_doc(current) => {
+                        if self.open_doc(value) {
+                            pairs.push((current, value));
+                            continue;
+                        }
+                    }
+                    _ => self.prune_nulls(value),
+                }
+                self.doc(doc).insert(key, Some(value));
+            }
+        }
+    }
+
+    /// `pruneNulls`: every object and array under `i` opened, their nulls dropped (arrays too, in the v4 API
+    /// OpenKruise imports; the library's v5 module keeps them).
+    fn prune_nulls(&mut self, i: usize) {
+        let mut open = vec![i];
+        while let Some(i) = open.pop() {
+            if self.open_doc(i) {
+                let doc = self.doc(i);
+                doc.retain(|_, v| v.is_some());
+                open.extend(doc.values().flatten());
+            } else if self.open_ary(i)
+                && let Node::Ary(ary) = &mut self.nodes[i]
+            {
+                ary.retain(Option::is_some);
+                open.extend(ary.iter().flatten());
+            }
+        }
+    }
+
+    /// Go's `json.Marshal` of node `root`: maps with sorted keys, raw text compacted.
+    fn write(&self, root: usize, out: &mut String) {
+        enum Part<'t> {
+            Node(Option<usize>),
+            Text(Cow<'t, str>),
+        }
+        let mut parts = vec![Part::Node(Some(root))];
+        while let Some(part) = parts.pop() {
+            let node = match part {
+                Part::Text(text) => {
+                    out.push_str(&text);
+                    continue;
+                }
+                Part::Node(None) => {
+                    out.push_str("null");
+                    continue;
+                }
+                Part::Node(Some(i)) => &self.nodes[i],
+            };
+            match node {
+                Node::Raw { source, start, end } => compact(&source.text[*start..*end], out),
+                Node::Doc(doc) => {
+                    out.push('{');
+                    parts.push(Part::Text("}".into()));
+                    for (n, (key, value)) in doc.iter().enumerate().rev() {
+                        parts.push(Part::Node(*value));
+                        parts.push(Part::Text(format!("{}:", gojson::to_string(key)).into()));
+                        if n > 0 {
+                            parts.push(Part::Text(",".into()));
+                        }
+                    }
+                }
+                Node::Ary(ary) => {
+                    out.push('[');
+                    parts.push(Part::Text("]".into()));
+                    for (n, value) in ary.iter().enumerate().rev() {
+                        parts.push(Part::Node(*value));
+                        if n > 0 {
+                            parts.push(Part::Text(",".into()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What `json.Unmarshal` into a map makes of a text Go's `checkValid` accepted.
 #[derive(PartialEq, Eq)]
 enum Shape {
-    Invalid,
     Null,
     Object,
     Array,
@@ -39,9 +213,6 @@ enum Shape {
 }
 
 fn shape(text: &str) -> Shape {
-    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
-        return Shape::Invalid;
-    }
     match text.trim_start().as_bytes().first() {
         Some(b'n') => Shape::Null,
         Some(b'{') => Shape::Object,
@@ -55,259 +226,44 @@ fn shape(text: &str) -> Shape {
 /// # Errors
 /// [`BAD_DOCUMENT`] or [`BAD_PATCH`], checked in the library's order.
 pub fn merge_patch(doc: &str, patch: &str) -> Result<String, &'static str> {
+    // Go's `checkValid` runs first: its syntax rules and its 10,000 levels of nesting.
+    let doc_ends = gojson::container_ends(doc).map_err(|_| BAD_DOCUMENT)?;
+    let patch_ends = gojson::container_ends(patch).map_err(|_| BAD_PATCH)?;
     let (doc_shape, patch_shape) = (shape(doc), shape(patch));
-    if doc_shape == Shape::Invalid {
-        return Err(BAD_DOCUMENT);
-    }
-    if patch_shape == Shape::Invalid {
-        return Err(BAD_PATCH);
-    }
     if doc_shape == Shape::Null {
         return Err(BAD_DOCUMENT);
     }
     if patch_shape == Shape::Null {
         return Err(BAD_PATCH);
     }
-    let out = match (doc_shape, patch_shape) {
+    let doc_source = Source {
+        text: doc,
+        ends: &doc_ends,
+    };
+    let patch_source = Source {
+        text: patch,
+        ends: &patch_ends,
+    };
+    let mut tree = Tree { nodes: Vec::new() };
+    let root = match (doc_shape, patch_shape) {
         (Shape::Object, Shape::Object) => {
-            let mut doc = open_object(doc);
-            merge_docs(&mut doc, open_object(patch));
-            Node::Doc(doc)
+            let (doc, patch) = (tree.top(doc_source), tree.top(patch_source));
+            tree.open_doc(doc);
+            tree.open_doc(patch);
+            tree.merge_docs(doc, patch);
+            doc
         }
         // Not a document on one side: the result is the patch itself, its nulls pruned.
-        (_, Shape::Object) => {
-            let mut patch = open_object(patch);
-            prune_doc_nulls(&mut patch);
-            Node::Doc(patch)
-        }
-        (_, Shape::Array) => {
-            let mut patch = open_array(patch);
-            prune_ary_nulls(&mut patch);
-            Node::Ary(patch)
+        (_, Shape::Object | Shape::Array) => {
+            let patch = tree.top(patch_source);
+            tree.prune_nulls(patch);
+            patch
         }
         _ => return Err(BAD_PATCH),
     };
     let mut text = String::with_capacity(doc.len() + patch.len());
-    write(Some(&out), &mut text);
+    tree.write(root, &mut text);
     Ok(gojson::escape_like_go(&text))
-}
-
-fn merge_docs<'a>(doc: &mut Doc<'a>, patch: Doc<'a>) {
-    for (key, value) in patch {
-        let Some(mut value) = value else {
-            doc.remove(&key);
-            continue;
-        };
-        match doc.get_mut(&key) {
-            Some(Some(current)) => {
-                let taken = std::mem::replace(current, Node::Raw("null"));
-                *current = merge(taken, value);
-            }
-            _ => {
-                prune_nulls(&mut value);
-                doc.insert(key, Some(value));
-            }
-        }
-    }
-}
-
-/// The library's `merge(cur, patch)`: objects merge, anything else is replaced by the patch (pruned only
-/// when the current value is not an object).
-fn merge<'a>(mut current: Node<'a>, mut patch: Node<'a>) -> Node<'a> {
-    if into_doc(&mut current).is_none() {
-        prune_nulls(&mut patch);
-        return patch;
-    }
-    let Some(patch_doc) = into_doc(&mut patch) else {
-        return patch;
-    };
-    let patch_doc = std::mem::take(patch_doc);
-    if let Some(doc) = into_doc(&mut current) {
-        merge_docs(doc, patch_doc);
-    }
-    current
-}
-
-fn prune_nulls(node: &mut Node<'_>) {
-    if let Some(doc) = into_doc(node) {
-        prune_doc_nulls(doc);
-    } else if let Some(ary) = into_ary(node) {
-        prune_ary_nulls(ary);
-    }
-}
-
-fn prune_doc_nulls(doc: &mut Doc<'_>) {
-    doc.retain(|_, v| v.is_some());
-    for value in doc.values_mut().flatten() {
-        prune_nulls(value);
-    }
-}
-
-/// Nulls are dropped from arrays too (the v4 API OpenKruise imports; the library's v5 module keeps them).
-fn prune_ary_nulls(ary: &mut Vec<Option<Node<'_>>>) {
-    ary.retain(Option::is_some);
-    for value in ary.iter_mut().flatten() {
-        prune_nulls(value);
-    }
-}
-
-/// `lazyNode.intoDoc`: opens raw object text into a map; `None` when the value is not an object.
-fn into_doc<'n, 'a>(node: &'n mut Node<'a>) -> Option<&'n mut Doc<'a>> {
-    if let Node::Raw(text) = node
-        && text.starts_with('{')
-    {
-        *node = Node::Doc(open_object(text));
-    }
-    match node {
-        Node::Doc(doc) => Some(doc),
-        _ => None,
-    }
-}
-
-/// `lazyNode.intoAry`.
-fn into_ary<'n, 'a>(node: &'n mut Node<'a>) -> Option<&'n mut Vec<Option<Node<'a>>>> {
-    if let Node::Raw(text) = node
-        && text.starts_with('[')
-    {
-        *node = Node::Ary(open_array(text));
-    }
-    match node {
-        Node::Ary(ary) => Some(ary),
-        _ => None,
-    }
-}
-
-fn raw_node(text: &str) -> Option<Node<'_>> {
-    (text != "null").then_some(Node::Raw(text))
-}
-
-/// The members of valid JSON object text (surrounding whitespace allowed), values as raw text.
-fn open_object(text: &str) -> Doc<'_> {
-    let b = text.as_bytes();
-    let mut doc = Doc::new();
-    let mut i = skip_ws(b, 0) + 1;
-    loop {
-        i = skip_ws(b, i);
-        if i >= b.len() || b[i] == b'}' {
-            return doc;
-        }
-        let key_end = value_end(b, i);
-        let key: String = serde_json::from_str(&text[i..key_end]).unwrap_or_default();
-        i = skip_ws(b, key_end) + 1; // the colon
-        i = skip_ws(b, i);
-        let end = value_end(b, i);
-        doc.insert(key, raw_node(&text[i..end]));
-        i = skip_ws(b, end);
-        if i < b.len() && b[i] == b',' {
-            i += 1;
-        }
-    }
-}
-
-/// The elements of valid JSON array text, as raw text.
-fn open_array(text: &str) -> Vec<Option<Node<'_>>> {
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = skip_ws(b, 0) + 1;
-    loop {
-        i = skip_ws(b, i);
-        if i >= b.len() || b[i] == b']' {
-            return out;
-        }
-        let end = value_end(b, i);
-        out.push(raw_node(&text[i..end]));
-        i = skip_ws(b, end);
-        if i < b.len() && b[i] == b',' {
-            i += 1;
-        }
-    }
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-        i += 1;
-    }
-    i
-}
-
-/// The end of the valid JSON value starting at `i`.
-fn value_end(b: &[u8], i: usize) -> usize {
-    match b.get(i) {
-        Some(b'"') => string_end(b, i),
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = string_end(b, j);
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return j + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            j
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
-            {
-                j += 1;
-            }
-            j
-        }
-    }
-}
-
-/// The index after the closing quote of the string opening at `i`.
-fn string_end(b: &[u8], i: usize) -> usize {
-    let mut j = i + 1;
-    while j < b.len() {
-        match b[j] {
-            b'\\' => j += 2,
-            b'"' => return j + 1,
-            _ => j += 1,
-        }
-    }
-    j
-}
-
-/// Go's `json.Marshal` of a node: maps with sorted keys, raw text compacted.
-fn write(node: Option<&Node<'_>>, out: &mut String) {
-    match node {
-        None => out.push_str("null"),
-        Some(Node::Raw(text)) => compact(text, out),
-        Some(Node::Doc(doc)) => {
-            out.push('{');
-            for (n, (key, value)) in doc.iter().enumerate() {
-                if n > 0 {
-                    out.push(',');
-                }
-                out.push_str(&gojson::to_string(key));
-                out.push(':');
-                write(value.as_ref(), out);
-            }
-            out.push('}');
-        }
-        Some(Node::Ary(ary)) => {
-            out.push('[');
-            for (n, value) in ary.iter().enumerate() {
-                if n > 0 {
-                    out.push(',');
-                }
-                write(value.as_ref(), out);
-            }
-            out.push(']');
-        }
-    }
 }
 
 /// Valid JSON text without the whitespace between tokens (`json.Compact`).
@@ -317,7 +273,7 @@ fn compact(text: &str, out: &mut String) {
     let mut from = 0;
     while i < b.len() {
         match b[i] {
-            b'"' => i = string_end(b, i),
+            b'"' => i = crate::json::string_end(b, i).0,
             b' ' | b'\t' | b'\n' | b'\r' => {
                 out.push_str(&text[from..i]);
                 i += 1;
@@ -406,6 +362,30 @@ mod tests {
             "[1]",
             "an array patch replaces a document"
         );
+    }
+
+    #[test]
+    fn nesting_as_deep_as_go_allows_is_merged_without_recursion() {
+        // Go's scanner allows 10,000 levels. Every walk here keeps its own stack: this runs on a test
+        // thread's 2 MiB stack.
+        let nested = |depth: usize, leaf: &str| {
+            format!("{}{leaf}{}", "{\"k\":".repeat(depth), "}".repeat(depth))
+        };
+        // 10,000 levels in the document; the patch meets it at level 9,998 and brings in an array.
+        let doc = nested(9_999, "{\"x\":1}");
+        let patch = nested(9_997, "{\"y\":null,\"z\":[null,{\"n\":null}]}");
+        assert_eq!(
+            merge_patch(&doc, &patch).unwrap(),
+            nested(9_997, "{\"k\":{\"k\":{\"x\":1}},\"z\":[{}]}")
+        );
+        // A value 9,999 levels deep brought in whole, its innermost null pruned.
+        let brought_in = format!("{{\"new\":{}}}", nested(9_998, "null"));
+        assert_eq!(
+            merge_patch("{}", &brought_in).unwrap(),
+            format!("{{\"new\":{}}}", nested(9_997, "{}"))
+        );
+        assert_eq!(merge_patch(&nested(10_001, "1"), "{}"), Err(BAD_DOCUMENT));
+        assert_eq!(merge_patch("{}", &nested(10_001, "1")), Err(BAD_PATCH));
     }
 
     #[test]
