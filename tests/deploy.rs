@@ -210,3 +210,26 @@ fn deployment_probes_and_ports_are_the_binary_defaults() {
         "{mounts:?}"
     );
 }
+
+/// The container args of the Deployment in `file` (the base, or an overlay's patch).
+fn container_args(file: &str) -> Vec<String> {
+    let docs = yaml_docs(file);
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+    serde_json::from_value(args.clone()).unwrap()
+}
+
+#[test]
+fn shipped_deployments_log_json_lines() {
+    use clap::Parser;
+    use kruise_webhook::cli::{Cli, LogFormat};
+    for file in [
+        "deploy/base/deployment.yaml",
+        "deploy/overlays/cert-manager/deployment-patch.yaml",
+    ] {
+        let args = container_args(file);
+        let cli = Cli::try_parse_from(std::iter::once("kruise-webhook".to_owned()).chain(args))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(cli.log_format, LogFormat::Json, "{file}");
+    }
+}
