@@ -410,11 +410,15 @@ impl WebhookSpec {
         {
             return false;
         }
+        // The apiserver's MatchObjectSelector: an empty selector matches every request, objects or not;
+        // any other is matched against the object and the old object, and an absent one matches nothing.
         let object_selector = self.object_selector();
-        req.object_labels()
-            .iter()
-            .flatten()
-            .any(|labels| selector::matches(&object_selector, labels))
+        object_selector == LabelSelector::default()
+            || req
+                .object_labels()
+                .iter()
+                .flatten()
+                .any(|labels| selector::matches(&object_selector, labels))
     }
 }
 
@@ -453,5 +457,29 @@ mod tests {
         for w in WEBHOOKS {
             assert_eq!(w.handler.spec().name, w.name);
         }
+    }
+
+    /// A request for `resource` (core group) with `operation` and neither object nor old object.
+    fn without_objects(resource: &str, operation: &str) -> AdmissionRequest {
+        serde_json::from_value(serde_json::json!({
+            "uid": "u", "operation": operation, "name": "x", "namespace": "default",
+            "kind": {"group": "", "version": "v1", "kind": "X"},
+            "resource": {"group": "", "version": "v1", "resource": resource},
+            "userInfo": {}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_empty_object_selector_calls_without_objects_a_scoped_one_does_not() {
+        let pod = Handler::PodMutate.spec();
+        assert!(pod.would_call(&without_objects("pods", "CREATE"), None));
+        let service = WEBHOOKS
+            .iter()
+            .find(|w| {
+                w.delete_protection_scoped && w.rules_match(&without_objects("services", "DELETE"))
+            })
+            .unwrap();
+        assert!(!service.would_call(&without_objects("services", "DELETE"), None));
     }
 }
