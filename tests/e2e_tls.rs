@@ -412,3 +412,68 @@ async fn pod_create_matched_by_two_sidecarsets_gets_one_combined_patch() {
     let _: k8s_openapi::api::core::v1::Pod = serde_json::from_value(pod).unwrap();
     server.shutdown().await.unwrap();
 }
+
+/// Posts `len` bytes of spaces to `path` over HTTP/2, the length declared or not, and returns the answer;
+/// an error when the server reset the stream before it had the whole body or its answer could be read.
+async fn post_h2(
+    server: &kruise_webhook::Server,
+    ca: &str,
+    path: &str,
+    len: usize,
+    declare_length: bool,
+) -> Result<(u16, Value), h2::Error> {
+    let tls = kruise_webhook::server::tls::client_config(ca.as_bytes(), &[b"h2"]).unwrap();
+    let tcp = tokio::net::TcpStream::connect(server.tls_addr())
+        .await
+        .unwrap();
+    let stream = tokio_rustls::TlsConnector::from(Arc::new(tls))
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    let (mut client, connection) = h2::client::handshake(stream).await?;
+    tokio::spawn(connection);
+    let mut request = http::Request::post(format!("https://localhost{path}"))
+        .header("content-type", "application/json");
+    if declare_length {
+        request = request.header("content-length", len);
+    }
+    let (response, mut body) = client.send_request(request.body(()).unwrap(), false)?;
+    let mut left = len;
+    while left > 0 {
+        body.reserve_capacity(left);
+        let granted = std::future::poll_fn(|cx| body.poll_capacity(cx))
+            .await
+            .expect("the stream stays open while the body is sent")?;
+        let n = granted.min(left);
+        left -= n;
+        body.send_data(bytes::Bytes::from(vec![b' '; n]), left == 0)?;
+    }
+    let (head, mut answer) = response.await?.into_parts();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = answer.data().await {
+        let chunk = chunk?;
+        let _ = answer.flow_control().release_capacity(chunk.len());
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok((
+        head.status.as_u16(),
+        serde_json::from_slice(&bytes).unwrap(),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_gets_its_413_review_over_http2_too() {
+    let (server, dir) = common::start_standalone(|_| {}).await;
+    let ca = common::read(&dir.path().join("ca.crt"));
+    for declare_length in [true, false] {
+        let (status, body) = post_h2(&server, &ca, "/validate-namespace", 8 << 20, declare_length)
+            .await
+            .unwrap_or_else(|e| panic!("declared length {declare_length}: {e}"));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body["response"]["status"],
+            json!({"code": 413, "message": "request entity is too large; limit is 7340032 bytes"})
+        );
+    }
+    server.shutdown().await.unwrap();
+}

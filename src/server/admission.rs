@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::FutureExt;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 
 use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse};
 use kruise_webhooks::deletion_protection::{self, Facts};
@@ -156,34 +156,88 @@ fn too_large() -> Early {
     )
 }
 
+/// How much of a body over [`MAX_REVIEW_BYTES`] is still read (and dropped) so that the 413 review can be
+/// answered to a complete request. Over HTTP/2 a request whose body is left unread is reset, and clients
+/// (nghttp2's curl among them) then report a stream error instead of the answer; over HTTP/1.1 the
+/// connection survives. A body larger than this is cut off without an answer it could read.
+const MAX_DRAINED_BYTES: u64 = 4 * MAX_REVIEW_BYTES as u64;
+
+/// A request body as read so far: the chunks while within [`MAX_REVIEW_BYTES`], the count beyond.
+#[derive(Default)]
+struct Received {
+    chunks: Vec<Bytes>,
+    total: u64,
+}
+
+impl Received {
+    fn too_large(&self) -> bool {
+        self.total > MAX_REVIEW_BYTES as u64
+    }
+
+    /// Reads the body to its end, keeping it while within the limit and dropping it beyond, up to
+    /// [`MAX_DRAINED_BYTES`].
+    async fn read(&mut self, mut body: Body) -> Result<(), Early> {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                Early::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("reading request body: {e}"),
+                )
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers
+            };
+            self.total += data.len() as u64;
+            if self.too_large() {
+                self.chunks = Vec::new();
+                if self.total > MAX_DRAINED_BYTES {
+                    return Err(too_large());
+                }
+            } else {
+                self.chunks.push(data);
+            }
+        }
+        Ok(())
+    }
+
+    fn into_bytes(mut self) -> Result<Bytes, Early> {
+        if self.too_large() {
+            return Err(too_large());
+        }
+        Ok(match self.chunks.len() {
+            0 => Bytes::new(),
+            1 => self.chunks.pop().unwrap_or_default(),
+            _ => Bytes::from(self.chunks.concat()),
+        })
+    }
+}
+
 async fn read_body(headers: &HeaderMap, body: Body, timeout: Duration) -> Result<Bytes, Early> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_REVIEW_BYTES as u64) {
+    if declared.is_some_and(|n| n > MAX_DRAINED_BYTES) {
         return Err(too_large());
     }
-    let mut collect = std::pin::pin!(Limited::new(body, MAX_REVIEW_BYTES).collect());
-    // A body that came in with its head (most: the apiserver writes a review whole) is read at once, without
-    // arming a timer; only one still arriving is given `timeout` to finish.
-    let first = std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await;
-    let collected = match first {
-        Poll::Ready(collected) => collected,
-        Poll::Pending => tokio::time::timeout(timeout, collect).await.map_err(|_| {
-            Early::new(
-                StatusCode::REQUEST_TIMEOUT,
-                format!("request body not received within {}s", timeout.as_secs()),
-            )
-        })?,
+    let mut received = Received::default();
+    let outcome = {
+        let mut read = std::pin::pin!(received.read(body));
+        // A body that came in with its head (most: the apiserver writes a review whole) is read at once,
+        // without arming a timer; only one still arriving is given `timeout` to finish.
+        match std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await {
+            Poll::Ready(outcome) => Some(outcome),
+            Poll::Pending => tokio::time::timeout(timeout, read).await.ok(),
+        }
     };
-    match collected {
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(e) => Err(Early::new(
-            StatusCode::BAD_REQUEST,
-            format!("reading request body: {e}"),
+    match outcome {
+        Some(Ok(())) => received.into_bytes(),
+        Some(Err(early)) => Err(early),
+        None if received.too_large() => Err(too_large()),
+        None => Err(Early::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("request body not received within {}s", timeout.as_secs()),
         )),
-        Ok(collected) => Ok(collected.to_bytes()),
     }
 }
 
