@@ -211,7 +211,8 @@ fn decode(source_name: &str, bytes: &[u8]) -> Result<AdmissionReview, ReviewErro
         bytes.to_vec()
     } else {
         let value: serde_json::Value =
-            serde_yaml::from_slice(bytes).map_err(|e| err(format!("not valid YAML/JSON: {e}")))?;
+            serde_saphyr::from_slice_with_options(bytes, kruise_webhooks::fixture::yaml_options())
+                .map_err(|e| err(format!("not valid YAML/JSON: {e}")))?;
         serde_json::to_vec(&value).map_err(|e| err(e.to_string()))?
     };
     admission::decode_review(&json).map_err(|e| err(e.to_string()))

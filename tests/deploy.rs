@@ -12,10 +12,7 @@ use serde_json::{Value, json};
 
 fn yaml_docs(path: &str) -> Vec<Value> {
     let text = common::read(&common::root().join(path));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .filter(|v: &Value| !v.is_null())
-        .collect()
+    serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn check_configuration(file: &str, kind: &str, name: &str, mutating: bool) {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -26,7 +25,7 @@ pub enum FixtureError {
         source_name: String,
         /// 1-based document number.
         index: usize,
-        /// Parser message.
+        /// Parser message, with the line and column.
         message: String,
     },
     /// A document that is not a Kubernetes object.
@@ -65,18 +64,52 @@ fn documents(text: &str, source_name: &str) -> Result<Vec<Value>, FixtureError> 
             v => vec![v],
         });
     }
-    let mut out = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let v = Value::deserialize(doc).map_err(|e| FixtureError::Syntax {
+    // Empty and null documents are skipped.
+    serde_saphyr::from_multiple_with_options(text, yaml_options()).map_err(|e| {
+        FixtureError::Syntax {
             source_name: source_name.into(),
-            index: i + 1,
+            index: e
+                .location()
+                .map_or(1, |at| document_at(text, at.line() as usize)),
             message: e.to_string(),
-        })?;
-        if !v.is_null() {
-            out.push(v);
         }
-    }
-    Ok(out)
+    })
+}
+
+/// The 1-based number of the YAML document that holds `line` (1-based): one more than the `---` separators
+/// before it, a separator opening the text aside.
+fn document_at(text: &str, line: usize) -> usize {
+    let separators = |lines: &mut dyn Iterator<Item = &str>| {
+        lines
+            .filter(|l| *l == "---" || l.starts_with("--- "))
+            .count()
+    };
+    let leading = text
+        .lines()
+        .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .is_some_and(|l| l == "---" || l.starts_with("--- "));
+    let before = separators(&mut text.lines().take(line.saturating_sub(1)));
+    (before + 1).saturating_sub(usize::from(leading)).max(1)
+}
+
+/// How YAML files of cluster state and requests are read: as kubectl's go-yaml reads them (YAML 1.1 `yes`
+/// and `on` are booleans, `0644` is octal), with serde-saphyr's caps against alias expansion bombs, and the
+/// size caps raised to what a cluster dump needs (50,000 SidecarSets in one file) and nesting to what CRD
+/// schemas need.
+pub fn yaml_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = 10_000_000;
+    budget.max_nodes = 500_000_000;
+    budget.max_events = 1_000_000_000;
+    budget.max_total_scalar_bytes = 4 << 30;
+    budget.max_depth = 256;
+    // Kubernetes YAML rarely uses anchors; a tenth of the default stops an expansion bomb ten times sooner.
+    budget.max_recorded_anchor_events = 100_000;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.legacy_octal_numbers = true; // 0644 is 420, as kubectl (go-yaml) reads a defaultMode
+    options.with_snippet = false; // one-line errors: `review` names the file and the problem on one line
+    options
 }
 
 impl FixtureCluster {
@@ -284,6 +317,59 @@ mod tests {
             .unwrap(),
             1
         );
+    }
+
+    #[test]
+    fn yaml_scalars_read_as_kubectl_reads_them() {
+        let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(
+            "defaultMode: 0644\nreadOnly: yes\nname: '0644'\nreplicas: 3\n",
+            yaml_options(),
+        )
+        .unwrap();
+        assert_eq!(
+            docs,
+            vec![
+                serde_json::json!({"defaultMode": 420, "readOnly": true, "name": "0644", "replicas": 3})
+            ]
+        );
+    }
+
+    #[test]
+    fn a_syntax_error_names_its_document() {
+        let mut c = FixtureCluster::default();
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n";
+        for (text, index) in [
+            (format!("{pod}---\n{pod}---\nb: [\n"), 3),
+            (format!("---\n{pod}---\nb: [\n"), 2),
+            (format!("# c\n---\nb: [\n---\n{pod}"), 1),
+        ] {
+            let e = c.load_str(&text, "f.yaml").unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("f.yaml: document {index}: not valid YAML/JSON: ")),
+                "{e}"
+            );
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_dump_of_many_documents_loads_and_an_alias_bomb_does_not() {
+        let mut c = FixtureCluster::default();
+        let dump: String = (0..1500)
+            .map(|i| {
+                format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}, namespace: d}}\n")
+            })
+            .collect();
+        assert_eq!(c.load_str(&dump, "dump.yaml").unwrap(), 1500);
+        let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        for (n, prev) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+            .iter()
+            .zip(["a", "b", "c", "d", "e", "f", "g", "h"])
+        {
+            bomb.push_str(&format!("{n}: &{n} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"));
+        }
+        let e = c.load_str(&bomb, "bomb.yaml").unwrap_err().to_string();
+        assert!(e.contains("not valid YAML/JSON"), "{e}");
     }
 
     #[test]
