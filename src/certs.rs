@@ -8,6 +8,9 @@
 //!   webhook configurations and the Kruise CRDs' conversion webhooks.
 //!
 //! In every mode the serving certificate is installed into the [`CertStore`], which every TLS handshake reads.
+//! The API server calls us through our Service or, with `WEBHOOK_HOST` set (URL mode, DECISIONS 21), at
+//! `https://<WEBHOOK_HOST>:<port><path>`: see [`Endpoint`]. Readiness learns from every look at our webhook
+//! configurations whether the API server trusts us ([`CaBundleSeen`], DECISIONS 22).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +32,7 @@ use kruise_certs::{CertBundle, CertPlan, Policy};
 use kruise_webhooks::registry;
 
 use crate::config::{CertSource, ServeConfig};
-use crate::server::health::Readiness;
+use crate::server::health::{CaBundleSeen, Readiness};
 use crate::server::tls::CertStore;
 
 /// Names of the configurations we keep the caBundle of.
@@ -58,6 +61,10 @@ impl CertManager {
     ) -> anyhow::Result<Self> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let bundle = Arc::new(ArcSwap::from_pointee(None));
+        if client.is_some() && config.cert_source != CertSource::Standalone {
+            // Our webhook configurations are judged at every sync: not ready before they trust us.
+            readiness.await_ca_bundle();
+        }
         let worker = Worker {
             config: config.clone(),
             store,
@@ -104,15 +111,77 @@ struct Worker {
     installed: Option<(String, String)>,
     /// Which webhooks are served (the others are dropped from our configurations).
     served: registry::Served,
-    /// Where a caBundle mismatch of external certificates is reported.
+    /// Told what each look at our webhook configurations saw.
     readiness: Arc<Readiness>,
 }
 
+/// The serving certificate's names: the Service's, and in URL mode also `WEBHOOK_HOST` (an IP address becomes an
+/// IP SAN), the same certificate in both modes otherwise (DECISIONS 21), so replicas of either mode during a
+/// switch accept each other's.
 fn policy(config: &ServeConfig) -> Policy {
     let service = format!("{}.{}.svc", config.service_name, config.namespace);
-    match &config.webhook_host {
-        Some(host) => Policy::new(host.clone(), [service]),
-        None => Policy::new(service.clone(), [format!("{service}.cluster.local")]),
+    let fqdn = format!("{service}.cluster.local");
+    Policy::new(
+        service,
+        [fqdn].into_iter().chain(config.webhook_host.clone()),
+    )
+}
+
+/// Where the API server calls us (spec/webhook-server.md §6.4 step 3, §6.6; DECISIONS 21).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint<'a> {
+    /// Our Service `(namespace, name)`: a webhook naming it calls us, in either mode.
+    pub service: (&'a str, &'a str),
+    /// URL mode: `WEBHOOK_HOST` (an IPv6 address without brackets) and the listener port. A webhook with an
+    /// `https` url on that host calls us too, and every webhook that calls us is given
+    /// `https://<host>:<port><path>` in place of the Service.
+    pub url: Option<(&'a str, u16)>,
+}
+
+impl<'a> Endpoint<'a> {
+    /// The endpoint of `config`.
+    pub fn of(config: &'a ServeConfig) -> Self {
+        Self {
+            service: (&config.namespace, &config.service_name),
+            url: config
+                .webhook_host
+                .as_deref()
+                .map(|host| (host, config.tls_addr.port())),
+        }
+    }
+
+    /// The path a webhook's `clientConfig` (raw JSON) calls us on (`""` when our Service is named without
+    /// one); `None` for another Service, or a URL not on `WEBHOOK_HOST` (every URL outside URL mode).
+    fn path_of<'v>(&self, client_config: &'v Value) -> Option<&'v str> {
+        if let Some(svc) = client_config.get("service").filter(|s| !s.is_null()) {
+            let text = |k: &str| svc.get(k).and_then(Value::as_str);
+            return (text("namespace") == Some(self.service.0)
+                && text("name") == Some(self.service.1))
+            .then(|| text("path").unwrap_or(""));
+        }
+        let (host, _) = self.url?;
+        let rest = client_config
+            .get("url")?
+            .as_str()?
+            .strip_prefix("https://")?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let url_host = match authority.strip_prefix('[') {
+            Some(bracketed) => bracketed.split_once(']')?.0,
+            None => authority.split_once(':').map_or(authority, |(h, _)| h),
+        };
+        url_host.eq_ignore_ascii_case(host).then_some(path)
+    }
+
+    /// URL mode: the `clientConfig` that calls us on `path` trusting `ca_b64`: a `url` and no `service` (the
+    /// API server refuses both); `None` outside URL mode.
+    fn url_client_config(&self, path: &str, ca_b64: &str) -> Option<Value> {
+        let (host, port) = self.url?;
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_owned()
+        };
+        Some(json!({"url": format!("https://{host}:{port}{path}"), "caBundle": ca_b64}))
     }
 }
 
@@ -220,38 +289,23 @@ impl Worker {
         else {
             return;
         };
-        let ca_b64 =
-            base64::engine::general_purpose::STANDARD.encode(bundle.ca_bundle_pem.as_bytes());
+        self.keep_configurations(client, &ca_b64(&bundle), false)
+            .await;
+    }
+
+    /// Looks at our two webhook configurations and tells readiness what it saw. With self-managed certificates
+    /// (`write`) each is first brought to its desired form ([`desired_configuration`]).
+    async fn keep_configurations(&self, client: &Client, ca_b64: &str, write: bool) {
+        let endpoint = Endpoint::of(&self.config);
         let served = self.served_paths();
-        let service = (
-            self.config.namespace.as_str(),
-            self.config.service_name.as_str(),
-        );
-        let mut problem = None;
+        let mut seen = CaBundleSeen::InPlace;
         for (resource, kind, name) in configuration_resources() {
             let api: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &resource);
-            match api.get_opt(name).await {
-                Ok(None) => {}
-                Ok(Some(object)) => {
-                    let current = serde_json::to_value(object).unwrap_or_default();
-                    if ca_bundle_mismatch(&current, service, &served, &ca_b64) {
-                        problem = Some(format!(
-                            "caBundle of {kind} {name} does not match the external caBundle"
-                        ));
-                    }
-                }
-                Err(e) => problem = Some(format!("reading {kind} {name}: {e}")),
-            }
+            let target = (kind, name);
+            let look = keep_configuration(&api, target, &endpoint, &served, ca_b64, write).await;
+            seen = seen.max(look);
         }
-        if let Some(problem) = &problem {
-            tracing::warn!(
-                error = %problem,
-                "failed to ensure configuration; not ready until the caBundle is injected"
-            );
-        }
-        self.readiness
-            .ca_bundle_mismatch
-            .store(problem.is_some(), std::sync::atomic::Ordering::Release);
+        self.readiness.observe_ca_bundle(seen);
     }
 
     fn served_paths(&self) -> Vec<&'static str> {
@@ -337,17 +391,19 @@ impl Worker {
             tracing::debug!(error = %e, "cert dir not writable; serving from memory");
         }
         self.install(&bundle)?;
-        let served = self.served_paths();
-        let ca_b64 =
-            base64::engine::general_purpose::STANDARD.encode(bundle.ca_bundle_pem.as_bytes());
+        let ca_b64 = ca_b64(&bundle);
         // The certificate is what serving needs; keeping caBundles current is retried every interval and
-        // never blocks start-up (an OpenKruise CRD we may not patch must not keep every replica unready).
-        if let Err(e) = ensure_configurations(&client, &self.config, &served, &ca_b64).await {
-            tracing::warn!(error = %format!("{e:#}"), "failed to ensure configuration; retrying next sync");
-        }
-        ensure_crds(&client, &self.config, &ca_b64).await;
+        // never fails the sync: readiness waits for the configurations (DECISIONS 22), not for the CRDs (an
+        // OpenKruise CRD we may not patch must not keep every replica unready).
+        self.keep_configurations(&client, &ca_b64, true).await;
+        ensure_crds(&client, &Endpoint::of(&self.config), &ca_b64).await;
         Ok(())
     }
+}
+
+/// The caBundle as the API objects carry it.
+fn ca_b64(bundle: &CertBundle) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bundle.ca_bundle_pem.as_bytes())
 }
 
 /// Writes OpenKruise's file layout plus `ca.crt` (what curl and cert-manager users expect).
@@ -395,26 +451,23 @@ fn configuration_resources() -> [(kube::core::ApiResource, &'static str, &'stati
     ]
 }
 
-/// The path a webhook (raw JSON) calls on our Service `(namespace, name)` (`""` when it names none); `None` for
-/// a webhook of another Service or a URL.
-fn our_path<'a>(hook: &'a Value, service: (&str, &str)) -> Option<&'a str> {
-    let svc = hook.pointer("/clientConfig/service")?;
-    let text = |k: &str| svc.get(k).and_then(Value::as_str);
-    (text("namespace") == Some(service.0) && text("name") == Some(service.1))
-        .then(|| text("path").unwrap_or(""))
+/// The path a webhook (raw JSON) calls us on, if it calls us ([`Endpoint::path_of`]).
+fn our_path<'v>(hook: &'v Value, endpoint: &Endpoint<'_>) -> Option<&'v str> {
+    endpoint.path_of(hook.get("clientConfig")?)
 }
 
-/// Whether a webhook of `current` (a configuration, raw JSON) that calls our Service on a served path carries a
-/// caBundle other than `ca_b64`. Webhooks of other services, and unserved paths, are not ours to check.
+/// Whether a webhook of `current` (a configuration, raw JSON) that calls us on a served path (through our Service,
+/// or in URL mode a url on `WEBHOOK_HOST`) carries a caBundle other than `ca_b64`. Webhooks of other services
+/// and hosts, and unserved paths, are not ours to check.
 pub fn ca_bundle_mismatch(
     current: &Value,
-    service: (&str, &str),
+    endpoint: &Endpoint<'_>,
     served: &[&str],
     ca_b64: &str,
 ) -> bool {
     let hooks = current.get("webhooks").and_then(Value::as_array);
     hooks.into_iter().flatten().any(|hook| {
-        our_path(hook, service).is_some_and(|path| served.contains(&path))
+        our_path(hook, endpoint).is_some_and(|path| served.contains(&path))
             && hook
                 .pointer("/clientConfig/caBundle")
                 .and_then(Value::as_str)
@@ -423,11 +476,12 @@ pub fn ca_bundle_mismatch(
 }
 
 /// The desired form of a webhook configuration (raw JSON): the webhooks of the `template` annotation (captured
-/// from the object on first sight, as OpenKruise does), minus the ones pointing at our Service on a path this
-/// version does not serve, each of ours with `caBundle` set. `None` when nothing changes.
+/// from the object on first sight, as OpenKruise does), minus the ones calling us on a path this version does
+/// not serve, each of ours with `caBundle` set and, in URL mode, its `clientConfig` replaced by our url (no
+/// `service` beside it). `None` when nothing changes.
 pub fn desired_configuration(
     current: &Value,
-    service: (&str, &str),
+    endpoint: &Endpoint<'_>,
     served: &[&str],
     ca_b64: &str,
 ) -> Result<Option<Value>, String> {
@@ -447,7 +501,7 @@ pub fn desired_configuration(
     };
     let mut webhooks = Vec::new();
     for mut hook in template.as_array().cloned().unwrap_or_default() {
-        match our_path(&hook, service) {
+        let url_client_config = match our_path(&hook, endpoint) {
             None => {
                 webhooks.push(hook);
                 continue;
@@ -456,10 +510,15 @@ pub fn desired_configuration(
                 tracing::info!(webhook = ?hook.get("name"), path, "ignoring webhook in configuration: path not served");
                 continue;
             }
-            Some(_) => {}
-        }
-        if let Some(cc) = hook.get_mut("clientConfig").and_then(Value::as_object_mut) {
-            cc.insert("caBundle".into(), Value::String(ca_b64.to_owned()));
+            Some(path) => endpoint.url_client_config(path, ca_b64),
+        };
+        match url_client_config {
+            Some(url) => hook["clientConfig"] = url,
+            None => {
+                if let Some(cc) = hook.get_mut("clientConfig").and_then(Value::as_object_mut) {
+                    cc.insert("caBundle".into(), Value::String(ca_b64.to_owned()));
+                }
+            }
         }
         webhooks.push(hook);
     }
@@ -476,49 +535,94 @@ pub fn desired_configuration(
     Ok((desired != *current).then_some(desired))
 }
 
-async fn ensure_configurations(
-    client: &Client,
-    config: &ServeConfig,
+/// One look at a webhook configuration: read it, and when `write` (self-managed certificates) bring it to its
+/// desired form (a conflict re-reads, as another replica may have just written the same); then judge what the
+/// API server holds. A configuration not installed has nothing to judge; one that cannot be read is
+/// [`CaBundleSeen::Unread`], never a reason to turn unready (DECISIONS 22).
+async fn keep_configuration(
+    api: &Api<kube::core::DynamicObject>,
+    (kind, name): (&str, &str),
+    endpoint: &Endpoint<'_>,
     served: &[&str],
     ca_b64: &str,
-) -> anyhow::Result<()> {
-    for (resource, _, name) in configuration_resources() {
-        let api: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &resource);
+    write: bool,
+) -> CaBundleSeen {
+    const ATTEMPTS: usize = 3;
+    let mut live = Value::Null;
+    for attempt in 1..=ATTEMPTS {
         // DynamicObject keeps every field outside metadata, known to our types or not; we only merge-patch.
-        let current: Value = match api.get(name).await {
-            Ok(v) => serde_json::to_value(v)?,
-            Err(kube::Error::Api(e)) if e.code == 404 => {
+        let current = match api.get_opt(name).await {
+            Ok(Some(object)) => serde_json::to_value(object).unwrap_or_default(),
+            Ok(None) => {
                 tracing::debug!(
                     configuration = name,
                     "not installed; nothing to keep current"
                 );
-                continue;
+                return CaBundleSeen::InPlace;
             }
-            Err(e) => return Err(e).with_context(|| format!("reading {name}")),
+            Err(e) => {
+                tracing::warn!(configuration = name, error = %e,
+                    "failed to read the webhook configuration; readiness keeps its last verdict");
+                return CaBundleSeen::Unread;
+            }
         };
-        let service = (config.namespace.as_str(), config.service_name.as_str());
-        if let Some(desired) =
-            desired_configuration(&current, service, served, ca_b64).map_err(anyhow::Error::msg)?
+        let desired = if write {
+            desired_configuration(&current, endpoint, served, ca_b64).unwrap_or_else(|e| {
+                tracing::warn!(configuration = name, error = %e, "failed to ensure configuration; retrying next sync");
+                None
+            })
+        } else {
+            None
+        };
+        let Some(desired) = desired else {
+            live = current;
+            break;
+        };
+        let patch = json!({
+            "metadata": {
+                "resourceVersion": current.pointer("/metadata/resourceVersion"),
+                "annotations": desired.pointer("/metadata/annotations"),
+            },
+            "webhooks": desired["webhooks"],
+        });
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
         {
-            let patch = json!({
-                "metadata": {
-                    "resourceVersion": current.pointer("/metadata/resourceVersion"),
-                    "annotations": desired.pointer("/metadata/annotations"),
-                },
-                "webhooks": desired["webhooks"],
-            });
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .with_context(|| format!("failed to update {name}"))?;
-            tracing::info!(configuration = name, "caBundle and webhooks updated");
+            Ok(updated) => {
+                tracing::info!(configuration = name, "caBundle and webhooks updated");
+                live = serde_json::to_value(updated).unwrap_or_default();
+                break;
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 && attempt < ATTEMPTS => {
+                tracing::info!(
+                    configuration = name,
+                    "changed since read (another replica?); re-reading"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(configuration = name, error = %e, "failed to update {name}; retrying next sync");
+                live = current;
+                break;
+            }
         }
     }
-    Ok(())
+    if !ca_bundle_mismatch(&live, endpoint, served, ca_b64) {
+        return CaBundleSeen::InPlace;
+    }
+    let whose = if write { "our" } else { "the external" };
+    tracing::warn!(
+        error = %format!("caBundle of {kind} {name} does not match {whose} caBundle"),
+        "failed to ensure configuration; not ready until the caBundle is in place"
+    );
+    CaBundleSeen::Wrong
 }
 
-/// Keeps the caBundle of the Kruise CRDs whose conversion webhook points at our Service. Failures are logged
-/// per CRD and retried at the next sync.
-async fn ensure_crds(client: &Client, config: &ServeConfig, ca_b64: &str) {
+/// Keeps the conversion webhook of the Kruise CRDs (strategy `Webhook`) that call our Service, or no Service (a
+/// url, or nothing yet), as OpenKruise does (spec/webhook-server.md §6.6): `clientConfig` becomes exactly our
+/// Service on `/convert`, or in URL mode our url, with `caBundle`. Failures are logged per CRD and retried at
+/// the next sync.
+async fn ensure_crds(client: &Client, endpoint: &Endpoint<'_>, ca_b64: &str) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let crds = match api.list(&ListParams::default()).await {
         Ok(list) => list,
@@ -527,6 +631,21 @@ async fn ensure_crds(client: &Client, config: &ServeConfig, ca_b64: &str) {
             return;
         }
     };
+    let (namespace, service) = endpoint.service;
+    let desired = endpoint
+        .url_client_config(registry::CONVERT_PATH, ca_b64)
+        .unwrap_or_else(|| {
+            json!({"caBundle": ca_b64, "service": {
+                "namespace": namespace, "name": service, "path": registry::CONVERT_PATH, "port": 443}})
+        });
+    // A JSON merge patch merges into the current clientConfig: the form not wanted is removed explicitly, or
+    // the API server refuses both (422 "exactly one of url or service is required").
+    let mut patched = json!({"service": null, "url": null});
+    for (key, value) in desired.as_object().into_iter().flatten() {
+        patched[key] = value.clone();
+    }
+    let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+        "clientConfig": patched, "conversionReviewVersions": ["v1", "v1beta1"]}}}});
     for crd in crds {
         let spec = &crd.spec;
         if spec.group != "apps.kruise.io" && spec.group != "policy.kruise.io" {
@@ -544,23 +663,17 @@ async fn ensure_crds(client: &Client, config: &ServeConfig, ca_b64: &str) {
             .and_then(|w| w.client_config.as_ref());
         let ours = client_config
             .and_then(|c| c.service.as_ref())
-            .is_none_or(|s| s.name == config.service_name && s.namespace == config.namespace);
-        let current_ca = client_config
-            .and_then(|c| c.ca_bundle.as_ref())
-            .map(|b| base64::engine::general_purpose::STANDARD.encode(&b.0));
-        if !ours || current_ca.as_deref() == Some(ca_b64) {
+            .is_none_or(|s| (s.namespace.as_str(), s.name.as_str()) == endpoint.service);
+        let current = client_config.and_then(|c| serde_json::to_value(c).ok());
+        if !ours || current.as_ref() == Some(&desired) {
             continue;
         }
         let name = crd.metadata.name.clone().unwrap_or_default();
-        let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
-            "clientConfig": {"caBundle": ca_b64, "service": {
-                "namespace": config.namespace, "name": config.service_name, "path": registry::CONVERT_PATH, "port": 443}},
-            "conversionReviewVersions": ["v1", "v1beta1"]}}}});
         match api
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => tracing::info!(crd = %name, "conversion caBundle updated"),
+            Ok(_) => tracing::info!(crd = %name, "conversion webhook updated"),
             Err(e) => {
                 tracing::warn!(crd = %name, error = %e, "failed to update CRD; retrying next sync")
             }
@@ -571,6 +684,11 @@ async fn ensure_crds(client: &Client, config: &ServeConfig, ca_b64: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SERVICE: Endpoint<'static> = Endpoint {
+        service: ("kruise-system", "kruise-webhook-service"),
+        url: None,
+    };
 
     fn configuration(annotation: Option<&str>) -> Value {
         let hook = |name: &str, path: &str| {
@@ -588,7 +706,7 @@ mod tests {
 
     #[test]
     fn external_ca_bundle_is_checked_on_served_webhooks_of_our_service_only() {
-        let service = ("kruise-system", "kruise-webhook-service");
+        let service = &SERVICE;
         let served = ["/validate-namespace", "/validate-service"];
         let mut c = configuration(None);
         // Not injected yet: no caBundle on our webhooks.
@@ -609,9 +727,13 @@ mod tests {
         c["webhooks"][1]["clientConfig"]["caBundle"] = json!("Q0E=");
         assert!(!ca_bundle_mismatch(&c, service, &served, "Q0E="));
         // Another Service of the same paths is someone else's.
+        let other = Endpoint {
+            service: ("kruise-system", "other"),
+            url: None,
+        };
         assert!(!ca_bundle_mismatch(
             &configuration(None),
-            ("kruise-system", "other"),
+            &other,
             &served,
             "Q0E="
         ));
@@ -623,7 +745,7 @@ mod tests {
         // spec/deletion-protection.md scenario 27: gate off removes vservice, keeps vnamespace.
         let desired = desired_configuration(
             &configuration(None),
-            ("kruise-system", "kruise-webhook-service"),
+            &SERVICE,
             &["/validate-namespace"],
             "Q0E=",
         )
@@ -654,7 +776,7 @@ mod tests {
         // Turning the gate back on restores it from the template, and a second pass changes nothing.
         let restored = desired_configuration(
             &desired,
-            ("kruise-system", "kruise-webhook-service"),
+            &SERVICE,
             &["/validate-namespace", "/validate-service"],
             "Q0E=",
         )
@@ -664,7 +786,7 @@ mod tests {
         assert!(
             desired_configuration(
                 &restored,
-                ("kruise-system", "kruise-webhook-service"),
+                &SERVICE,
                 &["/validate-namespace", "/validate-service"],
                 "Q0E="
             )
@@ -675,14 +797,124 @@ mod tests {
 
     #[test]
     fn a_broken_template_is_an_error() {
-        assert!(
-            desired_configuration(
-                &configuration(Some("{nope")),
-                ("kruise-system", "kruise-webhook-service"),
-                &[],
-                ""
-            )
-            .is_err()
+        assert!(desired_configuration(&configuration(Some("{nope")), &SERVICE, &[], "").is_err());
+    }
+
+    const URL_MODE: Endpoint<'static> = Endpoint {
+        url: Some(("10.0.0.5", 9876)),
+        ..SERVICE
+    };
+
+    #[test]
+    fn url_mode_gives_our_webhooks_our_url_and_ca_bundle_and_no_service() {
+        // spec/webhook-server.md scenario 8, DECISIONS 21.
+        let mut current = configuration(None);
+        // A webhook someone pointed at WEBHOOK_HOST by hand (another port, no caBundle) is ours too.
+        let by_hand = json!({"name": "vpod.kb.io", "clientConfig": {"url": "https://10.0.0.5:443/validate-pod"}});
+        current["webhooks"].as_array_mut().unwrap().push(by_hand);
+        let served = ["/validate-namespace", "/validate-service", "/validate-pod"];
+        let desired = desired_configuration(&current, &URL_MODE, &served, "Q0E=")
+            .unwrap()
+            .unwrap();
+        let client_configs: Vec<_> = desired["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["clientConfig"].clone())
+            .collect();
+        assert_eq!(
+            client_configs,
+            [
+                json!({"url": "https://10.0.0.5:9876/validate-namespace", "caBundle": "Q0E="}),
+                json!({"url": "https://10.0.0.5:9876/validate-service", "caBundle": "Q0E="}),
+                json!({"url": "https://x/y"}),
+                json!({"url": "https://10.0.0.5:9876/validate-pod", "caBundle": "Q0E="}),
+            ]
         );
+        assert_eq!(
+            desired["webhooks"][0]["x-unknown"], true,
+            "unknown fields survive"
+        );
+        // Readiness judges the urls: in place now, and a stale caBundle on one of them is seen.
+        assert!(!ca_bundle_mismatch(&desired, &URL_MODE, &served, "Q0E="));
+        let mut stale = desired.clone();
+        stale["webhooks"][3]["clientConfig"]["caBundle"] = json!("b2xk");
+        assert!(ca_bundle_mismatch(&stale, &URL_MODE, &served, "Q0E="));
+        // The template keeps the Service form: a second pass changes nothing, and Service mode brings it back.
+        assert!(
+            desired_configuration(&desired, &URL_MODE, &served, "Q0E=")
+                .unwrap()
+                .is_none()
+        );
+        let back = desired_configuration(&desired, &SERVICE, &served, "Q0E=")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            back["webhooks"][0]["clientConfig"],
+            json!({"service": {"namespace": "kruise-system", "name": "kruise-webhook-service",
+                               "path": "/validate-namespace"}, "caBundle": "Q0E="})
+        );
+    }
+
+    #[test]
+    fn url_mode_recognises_urls_on_webhook_host_only() {
+        let cc = |url: &str| json!({ "url": url });
+        let v6 = Endpoint {
+            url: Some(("fd00::5", 9876)),
+            ..SERVICE
+        };
+        assert_eq!(
+            v6.path_of(&cc("https://[FD00::5]:9443/convert")),
+            Some("/convert")
+        );
+        assert_eq!(
+            v6.url_client_config("/convert", "Q0E="),
+            Some(json!({"url": "https://[fd00::5]:9876/convert", "caBundle": "Q0E="}))
+        );
+        let name = Endpoint {
+            url: Some(("Webhook.Example.com", 9876)),
+            ..SERVICE
+        };
+        let path =
+            |endpoint: &Endpoint<'_>, url: &str| endpoint.path_of(&cc(url)).map(str::to_owned);
+        assert_eq!(
+            path(&name, "https://webhook.example.com/validate-pod").as_deref(),
+            Some("/validate-pod")
+        );
+        assert_eq!(
+            path(&name, "https://webhook.example.com.evil:1/validate-pod"),
+            None
+        );
+        assert_eq!(path(&name, "http://webhook.example.com/validate-pod"), None);
+        assert_eq!(
+            path(&SERVICE, "https://webhook.example.com/validate-pod"),
+            None,
+            "outside URL mode no url is ours"
+        );
+        let ours = json!({"service": {"namespace": "kruise-system", "name": "kruise-webhook-service", "path": "/p"}});
+        assert_eq!(
+            name.path_of(&ours),
+            Some("/p"),
+            "nor is our Service less ours in URL mode"
+        );
+    }
+
+    #[test]
+    fn url_mode_certificate_also_names_webhook_host() {
+        let mut config = ServeConfig::for_loopback(Vec::new(), PathBuf::from("/nonexistent"));
+        let service_mode = policy(&config);
+        config.webhook_host = Some("10.0.0.5".to_owned());
+        let url_mode = policy(&config);
+        assert_eq!(url_mode.common_name, service_mode.common_name);
+        assert_eq!(
+            url_mode.dns_names,
+            [
+                "localhost",
+                "kruise-webhook-service.kruise-system.svc",
+                "kruise-webhook-service.kruise-system.svc.cluster.local",
+                "10.0.0.5"
+            ]
+        );
+        assert_eq!(url_mode.dns_names[..3], service_mode.dns_names[..]);
     }
 }

@@ -82,7 +82,8 @@ pub struct ServeArgs {
     /// Service the webhook configurations point at; part of the certificate's DNS names.
     #[arg(long, env = "SERVICE_NAME", default_value = "kruise-webhook-service")]
     pub service_name: String,
-    /// Host name or IP in the certificate instead of the service DNS name (URL mode).
+    /// URL mode: the API server calls `https://<host>:<port><path>` instead of the Service (a DNS name or IP
+    /// address it can reach); the serving certificate also names it.
     #[arg(long, env = "WEBHOOK_HOST")]
     pub webhook_host: Option<String>,
     /// Standalone: serve on the cluster state in these YAML/JSON files or directories (repeatable).

@@ -26,6 +26,11 @@ pub enum ConfigError {
     /// Flags that contradict each other.
     #[error("{0}")]
     Conflict(String),
+    /// A `WEBHOOK_HOST` that cannot be the host of a URL.
+    #[error(
+        "--webhook-host (WEBHOOK_HOST): {0:?} is not a DNS name or IP address (give the host alone: no scheme, port or path)"
+    )]
+    WebhookHost(String),
 }
 
 /// Validated configuration.
@@ -76,7 +81,8 @@ pub struct ServeConfig {
     pub secret_name: String,
     /// Our Service.
     pub service_name: String,
-    /// URL-mode host.
+    /// URL mode (DECISIONS 21): the API server calls `https://<host>:<port><path>`; an IPv6 address without
+    /// brackets.
     pub webhook_host: Option<String>,
     /// Standalone object files; empty in a cluster.
     pub objects: Vec<PathBuf>,
@@ -259,7 +265,7 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         namespace: s.namespace,
         secret_name: s.secret_name,
         service_name: s.service_name,
-        webhook_host: s.webhook_host.filter(|h| !h.is_empty()),
+        webhook_host: webhook_host(s.webhook_host)?,
         objects: s.objects,
         gates,
         protection_log_dir,
@@ -269,6 +275,32 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         cert_sync_interval: Duration::from_secs(s.cert_sync_interval.max(1)),
         leader_election,
     })
+}
+
+/// URL mode's host: a DNS name or an IP address (an IPv6 address may come in brackets, and is kept without);
+/// empty means Service mode.
+fn webhook_host(value: Option<String>) -> Result<Option<String>, ConfigError> {
+    let Some(value) = value.filter(|h| !h.is_empty()) else {
+        return Ok(None);
+    };
+    let bare = value
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .unwrap_or(&value);
+    if bare.parse::<IpAddr>().is_ok() {
+        return Ok(Some(bare.to_owned()));
+    }
+    let label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    if value.len() <= 253 && value.split('.').all(label) {
+        Ok(Some(value))
+    } else {
+        Err(ConfigError::WebhookHost(value))
+    }
 }
 
 #[cfg(test)]
@@ -336,6 +368,39 @@ mod tests {
             crate::cli::parse_go_duration("1.5s").unwrap(),
             Duration::from_millis(1500)
         );
+    }
+
+    #[test]
+    fn webhook_host_is_a_name_or_an_address() {
+        let host = |value: &str| {
+            let flag = format!("--webhook-host={value}");
+            parse(&["kw", "serve", &flag]).map(|c| match c.command {
+                Mode::Serve(s) => s.webhook_host,
+                Mode::Review(_) => unreachable!(),
+            })
+        };
+        assert_eq!(
+            webhook_host(Some(String::new())).unwrap(),
+            None,
+            "empty: Service mode"
+        );
+        assert_eq!(host("10.0.0.5").unwrap().as_deref(), Some("10.0.0.5"));
+        assert_eq!(host("[fd00::5]").unwrap().as_deref(), Some("fd00::5"));
+        assert_eq!(host("fd00::5").unwrap().as_deref(), Some("fd00::5"));
+        assert_eq!(
+            host("Webhook.example.com").unwrap().as_deref(),
+            Some("Webhook.example.com")
+        );
+        for bad in [
+            "https://10.0.0.5",
+            "10.0.0.5:9876",
+            "host/path",
+            "-host",
+            "a..b",
+        ] {
+            let e = host(bad).unwrap_err();
+            assert!(e.to_string().contains("WEBHOOK_HOST"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! Self-managed certificates against a mock apiserver (tower-test): the Secret race (our create loses with
-//! 409, we re-read and serve the winner's CA: DECISIONS 15, spec/webhook-server.md §12 scenario 19) and the
-//! caBundle kept in the webhook configuration and the Kruise CRDs' conversion webhooks, each call asserted.
+//! Certificates against a mock apiserver (tower-test), each call asserted: the Secret race (our create loses with
+//! 409, we re-read and serve the winner's CA: DECISIONS 15, spec/webhook-server.md §12 scenario 19); the caBundle
+//! kept in the webhook configuration and the Kruise CRDs' conversion webhooks; URL mode (DECISIONS 21, scenario
+//! 8); and readiness as the looks at the configurations find them (DECISIONS 22).
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +40,12 @@ fn respond(send: tower_test::mock::SendResponse<Response<Body>>, status: StatusC
     );
 }
 
+/// A new CA and serving certificate for `policy`, as a replica creates them.
+fn fresh(policy: &kruise_certs::Policy) -> kruise_certs::CertBundle {
+    let now = time::OffsetDateTime::now_utc();
+    kruise_certs::execute(&kruise_certs::CertPlan::Fresh, None, now, policy).unwrap()
+}
+
 fn status(code: u16, reason: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": reason, "code": code, "message": reason})
 }
@@ -58,13 +66,7 @@ async fn losing_the_secret_race_serves_the_winners_ca_and_keeps_ca_bundles_curre
         "kruise-webhook-service.kruise-system.svc",
         ["kruise-webhook-service.kruise-system.svc.cluster.local"],
     );
-    let winner = kruise_certs::execute(
-        &kruise_certs::CertPlan::Fresh,
-        None,
-        time::OffsetDateTime::now_utc(),
-        &policy,
-    )
-    .unwrap();
+    let winner = fresh(&policy);
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let secret_data: serde_json::Map<String, Value> = winner
         .to_secret_data()
@@ -215,4 +217,530 @@ async fn losing_the_secret_race_serves_the_winners_ca_and_keeps_ca_bundles_curre
         common::read(&dir.path().join("ca.crt")),
         winner.ca_bundle_pem
     );
+}
+
+const SECRET: &str = "/api/v1/namespaces/kruise-system/secrets/kruise-webhook-certs";
+const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kruise-mutating-webhook-configuration";
+const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kruise-validating-webhook-configuration";
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/// The mock apiserver with the objects it holds, by path: a GET answers them (a collection lists what lies below
+/// it), a POST creates, a PATCH merges (JSON merge patch, with the `resourceVersion` precondition) and refuses
+/// what the real one refuses: a `clientConfig` without exactly one of `url` and `service` (422).
+struct FakeApiserver {
+    handle: Handle,
+    objects: BTreeMap<String, Value>,
+    version: u64,
+}
+
+impl FakeApiserver {
+    fn new(handle: Handle, objects: impl IntoIterator<Item = (String, Value)>) -> Self {
+        Self {
+            handle,
+            objects: objects.into_iter().collect(),
+            version: 100,
+        }
+    }
+
+    /// Expects `method path` next and answers it from the objects held; returns the request body.
+    async fn answer(&mut self, method: Method, path: &str) -> Value {
+        let (body, send) = expect(&mut self.handle, method.clone(), path).await;
+        self.reply(&method, path, &body, send);
+        body
+    }
+
+    fn reply(
+        &mut self,
+        method: &Method,
+        path: &str,
+        body: &Value,
+        send: tower_test::mock::SendResponse<Response<Body>>,
+    ) {
+        let (code, answer) = self.apply(method, path, body);
+        respond(send, code, answer);
+    }
+
+    fn apply(&mut self, method: &Method, path: &str, body: &Value) -> (StatusCode, Value) {
+        let not_found = (StatusCode::NOT_FOUND, status(404, "NotFound"));
+        self.version += 1;
+        let version = Value::String(self.version.to_string());
+        match *method {
+            Method::GET => match self.objects.get(path) {
+                Some(object) => (StatusCode::OK, object.clone()),
+                None if path == CRDS => {
+                    let below = format!("{path}/");
+                    let items: Vec<_> = self
+                        .objects
+                        .iter()
+                        .filter(|(p, _)| p.starts_with(&below))
+                        .map(|(_, o)| o.clone())
+                        .collect();
+                    let list =
+                        json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items});
+                    (StatusCode::OK, list)
+                }
+                None => not_found,
+            },
+            Method::POST => {
+                let mut created = body.clone();
+                created["metadata"]["resourceVersion"] = version;
+                let name = created["metadata"]["name"].as_str().unwrap();
+                self.objects
+                    .insert(format!("{path}/{name}"), created.clone());
+                (StatusCode::CREATED, created)
+            }
+            Method::PATCH => {
+                let Some(stored) = self.objects.get(path) else {
+                    return not_found;
+                };
+                let precondition = &body["metadata"]["resourceVersion"];
+                if precondition.is_string()
+                    && *precondition != stored["metadata"]["resourceVersion"]
+                {
+                    return (StatusCode::CONFLICT, status(409, "Conflict"));
+                }
+                let mut merged = stored.clone();
+                json_patch::merge(&mut merged, body);
+                if !exactly_url_or_service(&merged) {
+                    let mut invalid = status(422, "Invalid");
+                    invalid["message"] = json!(
+                        "clientConfig: Required value: exactly one of url or service is required"
+                    );
+                    return (StatusCode::UNPROCESSABLE_ENTITY, invalid);
+                }
+                merged["metadata"]["resourceVersion"] = version;
+                self.objects.insert(path.to_owned(), merged.clone());
+                (StatusCode::OK, merged)
+            }
+            _ => panic!("unexpected {method} {path}"),
+        }
+    }
+
+    /// Expects `method path` next and fails it: with `code`, or with no answer at all (the connection failed).
+    async fn fail(&mut self, method: Method, path: &str, code: Option<StatusCode>) {
+        let (_, send) = expect(&mut self.handle, method, path).await;
+        match code {
+            Some(code) => {
+                let reason = code.canonical_reason().unwrap_or("Failure");
+                respond(send, code, status(code.as_u16(), reason));
+            }
+            None => send.send_error("connection refused"),
+        }
+    }
+
+    /// Waits for `method path`, the first call of the next sync (so the one before has finished), runs `check`,
+    /// then answers.
+    async fn before(&mut self, method: Method, path: &str, check: impl FnOnce()) {
+        let (body, send) = expect(&mut self.handle, method.clone(), path).await;
+        check();
+        self.reply(&method, path, &body, send);
+    }
+}
+
+/// Whether every `clientConfig` in `value` has exactly one of `url` and `service`, as the apiserver's validation
+/// of webhook configurations and CRDs demands.
+fn exactly_url_or_service(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.iter().all(|(key, v)| {
+            let present = |k: &str| v.get(k).is_some_and(|x| !x.is_null());
+            (key != "clientConfig" || present("url") != present("service"))
+                && exactly_url_or_service(v)
+        }),
+        Value::Array(items) => items.iter().all(exactly_url_or_service),
+        _ => true,
+    }
+}
+
+fn service_hook(name: &str, path: &str) -> Value {
+    json!({"name": name, "sideEffects": "None", "admissionReviewVersions": ["v1"],
+        "clientConfig": {"service": {"namespace": "kruise-system", "name": "kruise-webhook-service", "path": path, "port": 443}}})
+}
+
+fn configuration(kind: &str, name: &str, webhooks: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+        "metadata": {"name": name, "resourceVersion": "9", "annotations": {"template": ""}}, "webhooks": webhooks})
+}
+
+fn conversion_crd(name: &str, group: &str, strategy: &str, client_config: Value) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "resourceVersion": "3"}, "spec": {"group": group, "scope": "Namespaced",
+        "names": {"kind": "X", "plural": name.split('.').next().unwrap()},
+        "versions": [{"name": "v1beta1", "served": true, "storage": true}],
+        "conversion": {"strategy": strategy, "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": client_config}}}})
+}
+
+fn our_service_conversion() -> Value {
+    json!({"caBundle": "c3RhbGU=", "service": {"namespace": "kruise-system", "name": "kruise-webhook-service", "path": "/convert", "port": 443}})
+}
+
+type Started = tokio::task::JoinHandle<anyhow::Result<kruise_webhook::certs::CertManager>>;
+
+/// Starts the certificate manager of `config` against a mock apiserver, in the background (the test answers the
+/// apiserver's side meanwhile); the task ends with the first sync. Returns the apiserver's handle, the serving
+/// certificate store, readiness, and the task.
+fn start(
+    config: kruise_webhook::config::ServeConfig,
+) -> (
+    Handle,
+    Arc<kruise_webhook::server::tls::CertStore>,
+    Arc<kruise_webhook::server::health::Readiness>,
+    Started,
+) {
+    kruise_webhook::install_crypto_provider();
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let client = kube::Client::new(service, "default");
+    let readiness = Arc::new(kruise_webhook::server::health::Readiness::default());
+    let store = Arc::new(kruise_webhook::server::tls::CertStore::default());
+    let (task_readiness, task_store) = (readiness.clone(), store.clone());
+    let task = tokio::spawn(async move {
+        kruise_webhook::certs::CertManager::start(
+            &config,
+            task_store,
+            Some(client),
+            kruise_webhooks::registry::Served::ALL,
+            task_readiness,
+        )
+        .await
+    });
+    (handle, store, readiness, task)
+}
+
+fn cluster_config(dir: &std::path::Path) -> kruise_webhook::config::ServeConfig {
+    let mut config = kruise_webhook::config::ServeConfig::for_loopback(Vec::new(), dir.to_owned());
+    config.cert_source = kruise_webhook::config::CertSource::SelfManaged;
+    config.init_timeout = Duration::from_secs(15);
+    config.cert_sync_interval = Duration::from_millis(20);
+    config
+}
+
+/// DECISIONS 21, spec/webhook-server.md §6.4 step 3, §6.6, scenario 8: with WEBHOOK_HOST every webhook of ours and
+/// every Kruise CRD conversion calls `https://<WEBHOOK_HOST>:<port><path>` with our caBundle and no `service`
+/// (the apiserver refuses both: the 422 loop OpenKruise's merge into the old form ran into), the serving
+/// certificate from the one CA of the Secret also names the host (an IP SAN), readiness sees the urls carry our
+/// caBundle, and the next sync writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_mode_points_configurations_and_crds_at_webhook_host_and_then_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = cluster_config(dir.path());
+    config.webhook_host = Some("10.0.0.5".to_owned());
+    config.tls_addr.set_port(9876);
+    let (handle, store, readiness, manager) = start(config);
+
+    let crd_path = |name: &str| format!("{CRDS}/{name}");
+    let mut apiserver = FakeApiserver::new(
+        handle,
+        [
+            (
+                MUTATING.to_owned(),
+                configuration(
+                    "MutatingWebhookConfiguration",
+                    "kruise-mutating-webhook-configuration",
+                    json!([service_hook("mpod.kb.io", "/mutate-pod")]),
+                ),
+            ),
+            (
+                VALIDATING.to_owned(),
+                configuration(
+                    "ValidatingWebhookConfiguration",
+                    "kruise-validating-webhook-configuration",
+                    json!([service_hook("vnamespace.kb.io", "/validate-namespace"),
+                        // Pointed at the host by hand, on another port and without a caBundle: the x509 failure.
+                        {"name": "vsidecarset.kb.io", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                         "clientConfig": {"url": "https://10.0.0.5:443/validate-apps-kruise-io-sidecarset"}},
+                        {"name": "other.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                         "clientConfig": {"url": "https://other.example.com/check"}}]),
+                ),
+            ),
+            (
+                crd_path("clonesets.apps.kruise.io"),
+                conversion_crd(
+                    "clonesets.apps.kruise.io",
+                    "apps.kruise.io",
+                    "Webhook",
+                    our_service_conversion(),
+                ),
+            ),
+            (
+                crd_path("sidecarsets.apps.kruise.io"),
+                conversion_crd(
+                    "sidecarsets.apps.kruise.io",
+                    "apps.kruise.io",
+                    "Webhook",
+                    json!({"url": "https://10.0.0.5:9876/convert"}),
+                ),
+            ),
+            (
+                crd_path("podunavailablebudgets.policy.kruise.io"),
+                conversion_crd(
+                    "podunavailablebudgets.policy.kruise.io",
+                    "policy.kruise.io",
+                    "None",
+                    our_service_conversion(),
+                ),
+            ),
+            (
+                crd_path("foos.example.com"),
+                conversion_crd(
+                    "foos.example.com",
+                    "example.com",
+                    "Webhook",
+                    our_service_conversion(),
+                ),
+            ),
+        ],
+    );
+
+    // Sync 1: the Secret is created (no fs writer in URL mode: DECISIONS 21), then everything points at the host.
+    apiserver.answer(Method::GET, SECRET).await;
+    let created = apiserver
+        .answer(Method::POST, "/api/v1/namespaces/kruise-system/secrets")
+        .await;
+    let pem = |key: &str| {
+        let b64 = created["data"][key].as_str().unwrap();
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let cert = kruise_certs::inspect(&pem("cert.pem")).unwrap();
+    assert_eq!(
+        cert.ip_addresses,
+        ["10.0.0.5".parse::<std::net::IpAddr>().unwrap()]
+    );
+    assert_eq!(
+        cert.dns_names,
+        [
+            "localhost",
+            "kruise-webhook-service.kruise-system.svc",
+            "kruise-webhook-service.kruise-system.svc.cluster.local"
+        ]
+    );
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(pem("ca-bundle.pem"));
+    let ours =
+        |path: &str| json!({"url": format!("https://10.0.0.5:9876{path}"), "caBundle": ca_bundle});
+    for path in [MUTATING, VALIDATING] {
+        apiserver.answer(Method::GET, path).await;
+        let patch = apiserver.answer(Method::PATCH, path).await;
+        assert_eq!(
+            patch["metadata"]["resourceVersion"], "9",
+            "optimistic concurrency"
+        );
+    }
+    apiserver.answer(Method::GET, CRDS).await;
+    for name in ["clonesets.apps.kruise.io", "sidecarsets.apps.kruise.io"] {
+        let patch = apiserver.answer(Method::PATCH, &crd_path(name)).await;
+        assert_eq!(
+            patch["spec"]["conversion"]["webhook"]["conversionReviewVersions"],
+            json!(["v1", "v1beta1"])
+        );
+    }
+    let manager = manager.await.unwrap().unwrap();
+    assert!(store.loaded());
+    assert!(
+        readiness.ca_bundle_in_place(),
+        "the urls carry our caBundle"
+    );
+
+    let objects = &apiserver.objects;
+    let client_configs = |path: &str| -> Vec<Value> {
+        objects[path]["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["clientConfig"].clone())
+            .collect()
+    };
+    assert_eq!(client_configs(MUTATING), [ours("/mutate-pod")]);
+    assert_eq!(
+        client_configs(VALIDATING),
+        [
+            ours("/validate-namespace"),
+            ours("/validate-apps-kruise-io-sidecarset"),
+            json!({"url": "https://other.example.com/check"})
+        ]
+    );
+    let conversion = |name: &str| {
+        objects[&crd_path(name)]["spec"]["conversion"]["webhook"]["clientConfig"].clone()
+    };
+    assert_eq!(
+        conversion("clonesets.apps.kruise.io"),
+        ours("/convert"),
+        "service replaced by the url"
+    );
+    assert_eq!(conversion("sidecarsets.apps.kruise.io"), ours("/convert"));
+    assert_eq!(
+        conversion("podunavailablebudgets.policy.kruise.io"),
+        our_service_conversion(),
+        "strategy None"
+    );
+    assert_eq!(
+        conversion("foos.example.com"),
+        our_service_conversion(),
+        "not a Kruise CRD"
+    );
+
+    // Sync 2 reads everything and writes nothing: the next call is sync 3's, not a PATCH.
+    for path in [SECRET, MUTATING, VALIDATING, CRDS] {
+        apiserver.answer(Method::GET, path).await;
+    }
+    apiserver.before(Method::GET, SECRET, || {}).await;
+    manager.stop();
+}
+
+/// DECISIONS 22 with self-managed certificates: once our caBundle was seen in place, configurations that cannot
+/// be read (5xx, a failed connection) or a Secret that cannot be read leave the replica ready; a caBundle seen
+/// wrong (edited by hand, and our repair refused) makes it unready, and only seeing it in place again readies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn self_managed_readiness_follows_what_is_seen_not_what_cannot_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (handle, _, readiness, manager) = start(cluster_config(dir.path()));
+    let validating = configuration(
+        "ValidatingWebhookConfiguration",
+        "kruise-validating-webhook-configuration",
+        json!([service_hook("vnamespace.kb.io", "/validate-namespace")]),
+    );
+    let mut apiserver = FakeApiserver::new(handle, [(VALIDATING.to_owned(), validating)]);
+    // Sync 1: Secret created, caBundle written (no mutating configuration: nothing to judge there). Another
+    // replica writes the configuration between our read and our write: the conflict re-reads, not a sync later.
+    apiserver.answer(Method::GET, SECRET).await;
+    apiserver
+        .answer(Method::POST, "/api/v1/namespaces/kruise-system/secrets")
+        .await;
+    apiserver.answer(Method::GET, MUTATING).await;
+    apiserver.answer(Method::GET, VALIDATING).await;
+    apiserver.objects.get_mut(VALIDATING).unwrap()["metadata"]["resourceVersion"] = json!("10");
+    apiserver.answer(Method::PATCH, VALIDATING).await;
+    apiserver.answer(Method::GET, VALIDATING).await;
+    apiserver.answer(Method::PATCH, VALIDATING).await;
+    apiserver.answer(Method::GET, CRDS).await;
+    let manager = manager.await.unwrap().unwrap();
+    assert!(readiness.ca_bundle_in_place());
+
+    // Sync 2: the Secret cannot be read. Sync 3: neither configuration can.
+    apiserver.fail(Method::GET, SECRET, None).await;
+    apiserver
+        .before(Method::GET, SECRET, || {
+            assert!(readiness.ca_bundle_in_place())
+        })
+        .await;
+    apiserver
+        .fail(Method::GET, MUTATING, Some(StatusCode::SERVICE_UNAVAILABLE))
+        .await;
+    apiserver.fail(Method::GET, VALIDATING, None).await;
+    apiserver.fail(Method::GET, CRDS, None).await;
+    // Sync 4: someone replaced our caBundle, and our repair is refused.
+    apiserver
+        .before(Method::GET, SECRET, || {
+            assert!(readiness.ca_bundle_in_place(), "unreachable is not unready")
+        })
+        .await;
+    apiserver.answer(Method::GET, MUTATING).await;
+    let stale = json!("c3RhbGU=");
+    apiserver.objects.get_mut(VALIDATING).unwrap()["webhooks"][0]["clientConfig"]["caBundle"] =
+        stale;
+    apiserver.answer(Method::GET, VALIDATING).await;
+    apiserver
+        .fail(Method::PATCH, VALIDATING, Some(StatusCode::FORBIDDEN))
+        .await;
+    apiserver.answer(Method::GET, CRDS).await;
+    // Sync 5: unreachable again, and the caBundle seen wrong still counts.
+    apiserver
+        .before(Method::GET, SECRET, || {
+            assert!(!readiness.ca_bundle_in_place(), "seen wrong")
+        })
+        .await;
+    apiserver.fail(Method::GET, MUTATING, None).await;
+    apiserver.fail(Method::GET, VALIDATING, None).await;
+    apiserver.answer(Method::GET, CRDS).await;
+    // Sync 6 repairs it.
+    apiserver
+        .before(Method::GET, SECRET, || {
+            assert!(!readiness.ca_bundle_in_place(), "not seen in place since")
+        })
+        .await;
+    apiserver.answer(Method::GET, MUTATING).await;
+    apiserver.answer(Method::GET, VALIDATING).await;
+    apiserver.answer(Method::PATCH, VALIDATING).await;
+    apiserver.answer(Method::GET, CRDS).await;
+    apiserver
+        .before(Method::GET, SECRET, || {
+            assert!(readiness.ca_bundle_in_place())
+        })
+        .await;
+    manager.stop();
+}
+
+/// DECISIONS 22 with external certificates (issue 24 item 11, as found against a stopped kube-apiserver): the
+/// check re-reads the configurations every sync; once our caBundle was seen in place, reads that fail leave the
+/// replica ready; cert-manager's caBundle seen wrong makes it unready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_readiness_survives_an_unreachable_apiserver_but_not_a_wrong_ca_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = fresh(&kruise_certs::Policy::new(
+        "localhost",
+        Vec::<String>::new(),
+    ));
+    for (name, content) in [
+        ("tls.crt", &bundle.cert_pem),
+        ("tls.key", &bundle.key_pem),
+        ("ca.crt", &bundle.ca_bundle_pem),
+    ] {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let mut config = cluster_config(dir.path());
+    config.cert_source = kruise_webhook::config::CertSource::External;
+    let (handle, _, readiness, manager) = start(config);
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&bundle.ca_bundle_pem);
+    let mut injected = service_hook("vnamespace.kb.io", "/validate-namespace");
+    injected["clientConfig"]["caBundle"] = json!(ca_bundle);
+    let mut apiserver = FakeApiserver::new(
+        handle,
+        [(
+            VALIDATING.to_owned(),
+            configuration(
+                "ValidatingWebhookConfiguration",
+                "kruise-validating-webhook-configuration",
+                json!([injected]),
+            ),
+        )],
+    );
+    // Sync 1 sees cert-manager's caBundle in place (the configurations are only read, never written).
+    apiserver.answer(Method::GET, MUTATING).await;
+    apiserver.answer(Method::GET, VALIDATING).await;
+    let manager = manager.await.unwrap().unwrap();
+    assert!(readiness.ca_bundle_in_place());
+    // Sync 2: the connection fails half-way. Sync 3: the apiserver answers 503.
+    apiserver
+        .before(Method::GET, MUTATING, || {
+            assert!(readiness.ca_bundle_in_place())
+        })
+        .await;
+    apiserver.fail(Method::GET, VALIDATING, None).await;
+    apiserver
+        .fail(Method::GET, MUTATING, Some(StatusCode::SERVICE_UNAVAILABLE))
+        .await;
+    apiserver
+        .fail(
+            Method::GET,
+            VALIDATING,
+            Some(StatusCode::SERVICE_UNAVAILABLE),
+        )
+        .await;
+    // Sync 4: back, with another caBundle.
+    apiserver
+        .before(Method::GET, MUTATING, || {
+            assert!(readiness.ca_bundle_in_place(), "unreachable is not unready")
+        })
+        .await;
+    apiserver.objects.get_mut(VALIDATING).unwrap()["webhooks"][0]["clientConfig"]["caBundle"] =
+        json!("c3RhbGU=");
+    apiserver.answer(Method::GET, VALIDATING).await;
+    apiserver
+        .before(Method::GET, MUTATING, || {
+            assert!(!readiness.ca_bundle_in_place(), "seen wrong")
+        })
+        .await;
+    manager.stop();
 }
