@@ -26,6 +26,7 @@ pub mod registry;
 mod scan;
 pub mod selector;
 pub mod sidecarset;
+pub mod validation;
 pub mod verdict;
 pub mod view;
 

@@ -8,13 +8,13 @@
 //! 2. canary rules (path `metadata`), each stopping the canary checks at the first failure;
 //! 3. spec: native sidecars under RollingUpdate, selectors, `injectionStrategy.revision`, `updateStrategy`,
 //!    the containers (Kruise rules, then a Kubernetes pod-create check of a fake pod: see
-//!    the `pod_validation` module), `patchPodMetadata` with the whitelist of §8.1;
+//!    [`crate::validation::pod_validation`]), `patchPodMetadata` with the whitelist of §8.1;
 //! 4. UPDATE only: containers may not be added or renamed, upgradeType is immutable;
 //! 5. any error so far stops here;
 //! 6. conflicts with the other SidecarSets (visited in name order).
 //!
 //! A violation is answered `allowed: false`, **code 422** (DECISIONS 14 overrides the `Errored(500, ...)` of
-//! spec §12), no reason, and OpenKruise's message `ErrorList.ToAggregate().Error()` ([`field_error::aggregate`]).
+//! spec §12), no reason, and OpenKruise's message `ErrorList.ToAggregate().Error()` ([`aggregate`]).
 //! When the whitelist ConfigMap could not be read the answer is code 500 with the same message: the object may
 //! be fine, the cluster read failed. Success is a plain allow (OpenKruise also
 //! sets the message `allowed to be admitted`, which [`Verdict`] cannot carry).
@@ -24,11 +24,8 @@
 //! Listing SidecarSets cannot fail on a cache, so the `Internal error` of rule 5 never occurs here.
 
 mod containers;
-pub mod field_error;
-pub mod meta;
 mod model;
 mod overlap;
-mod pod_validation;
 mod whitelist;
 
 #[cfg(test)]
@@ -41,11 +38,12 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Deserialize;
 use serde_json::Value;
 
-use self::field_error::{BadValue, FieldError, FieldPath, aggregate, go_quote};
 use self::model::{Spec, Subject, UpdateStrategy};
 use crate::admission::{AdmissionRequest, Operation, RawJson};
 use crate::api::sidecarset::{BASE_ANNOTATION, InjectionRevision, SidecarSet, SidecarSetSpec};
 use crate::sidecarset::revision::historical;
+use crate::validation::field_error::{BadValue, FieldError, FieldPath, aggregate, go_quote};
+use crate::validation::{meta, pod_validation};
 use crate::view::SidecarSetView;
 use crate::{Denial, FeatureGates, Verdict, WebhookError};
 

@@ -196,11 +196,13 @@ struct EnvSource {
 /// `ObjectFieldSelector`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct FieldRef {
+pub struct FieldRef {
+    /// `apiVersion` (the fieldPath's schema version).
     #[serde(default, deserialize_with = "nullable")]
-    pub(super) api_version: String,
+    pub api_version: String,
+    /// `fieldPath`.
     #[serde(default, deserialize_with = "nullable")]
-    pub(super) field_path: String,
+    pub field_path: String,
 }
 
 /// `ResourceFieldSelector`.
@@ -1249,14 +1251,14 @@ fn convert_pod_field_label(api_version: &str, label: &str) -> Result<String, Str
 }
 
 /// `fieldpath.SplitMaybeSubscriptedPath`: `metadata.labels['k']` → (`metadata.labels`, `k`).
-pub(super) fn split_subscripted_path(field_path: &str) -> Option<(&str, &str)> {
+pub fn split_subscripted_path(field_path: &str) -> Option<(&str, &str)> {
     let s = field_path.strip_suffix("']")?;
     let (path, subscript) = s.split_once("['")?;
     (!path.is_empty()).then_some((path, subscript))
 }
 
 /// `validateObjectFieldSelector`, with the label converter and the accepted unsubscripted paths of the caller.
-pub(super) fn validate_object_field_selector(
+pub fn validate_object_field_selector(
     fs: &FieldRef,
     convert: fn(&str, &str) -> Result<String, String>,
     expressions: &[&str],
