@@ -13,6 +13,8 @@
 
 use std::fmt;
 
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
 /// A field path (`field.Path`): `spec.containers[0].name`, `resources.limits[cpu]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FieldPath(String);
@@ -257,6 +259,19 @@ pub fn go_string_slice(values: &[String]) -> String {
     }
     let quoted: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
     format!("[]string{{{}}}", quoted.join(", "))
+}
+
+/// Go's `%#v` of an `intstr.IntOrString`: `intstr.IntOrString{Type:0, IntVal:1, StrVal:""}`.
+pub fn go_int_or_string(v: &IntOrString) -> String {
+    match v {
+        IntOrString::Int(i) => format!("intstr.IntOrString{{Type:0, IntVal:{i}, StrVal:\"\"}}"),
+        IntOrString::String(s) => {
+            format!(
+                "intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}",
+                go_quote(s)
+            )
+        }
+    }
 }
 
 #[cfg(test)]

@@ -61,9 +61,10 @@ use crate::de::nullable;
 use serde_json::{Map, Value};
 
 use super::field_error::{BadValue, FieldError, FieldPath, go_quote};
-use super::meta::{
-    is_dns1123_label, is_dns1123_subdomain, is_env_var_name, is_qualified_name, regex_error,
-    validate_nonnegative,
+use super::meta::validate_nonnegative;
+use super::syntax::{
+    is_dns1123_label, is_dns1123_subdomain, is_env_var_name, is_qualified_name, max_len_error,
+    regex_error,
 };
 use crate::WebhookError;
 use crate::quantity::Quantity;
@@ -1124,7 +1125,7 @@ const PORT_NUM_ERROR: &str = "must be between 1 and 65535, inclusive";
 fn port_name_errors(name: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if name.len() > 15 {
-        errs.push(super::meta::max_len_error(15));
+        errs.push(max_len_error(15));
     }
     if !name
         .chars()
@@ -1313,7 +1314,7 @@ pub fn validate_object_field_selector(
 fn config_map_key_errors(key: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if key.len() > 253 {
-        errs.push(super::meta::max_len_error(253));
+        errs.push(max_len_error(253));
     }
     if !key
         .chars()

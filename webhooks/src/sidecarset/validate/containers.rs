@@ -4,9 +4,9 @@
 //!
 //! The bad values of these errors are a best effort (Go prints some of them as structs with pointers).
 
+use super::compile_go_regex;
 use super::model::{Container, Exprs};
 use crate::validation::field_error::{BadValue, FieldError, FieldPath, go_quote};
-use crate::validation::meta::compile_go_regex;
 use crate::validation::pod_validation::{split_subscripted_path, validate_object_field_selector};
 
 /// Unsubscripted `fieldRef` paths Kruise lists as valid for `transferEnv` (sorted, as Go's `List()`).
