@@ -8,7 +8,7 @@
 //! 2. canary rules (path `metadata`), each stopping the canary checks at the first failure;
 //! 3. spec: native sidecars under RollingUpdate, selectors, `injectionStrategy.revision`, `updateStrategy`,
 //!    the containers (Kruise rules, then a Kubernetes pod-create check of a fake pod: see
-//!    [`crate::validation::pod_validation`]), `patchPodMetadata` with the whitelist of §8.1;
+//!    the `fake_pod` module), `patchPodMetadata` with the whitelist of §8.1;
 //! 4. UPDATE only: containers may not be added or renamed, upgradeType is immutable;
 //! 5. any error so far stops here;
 //! 6. conflicts with the other SidecarSets (visited in name order).
@@ -24,6 +24,7 @@
 //! Listing SidecarSets cannot fail on a cache, so the `Internal error` of rule 5 never occurs here.
 
 mod containers;
+mod fake_pod;
 mod model;
 mod overlap;
 mod whitelist;
@@ -48,8 +49,8 @@ use crate::validation::apps::validate_positive_int_or_percent;
 use crate::validation::field_error::{
     BadValue, FieldError, FieldPath, aggregate, go_int_or_string, go_quote,
 };
+use crate::validation::meta;
 use crate::validation::syntax::{max_len_error, regex_error};
-use crate::validation::{meta, pod_validation};
 use crate::view::SidecarSetView;
 use crate::{Denial, FeatureGates, Verdict, WebhookError};
 
@@ -287,25 +288,11 @@ fn validate_spec(
             &spec.containers,
             ctx.validate_expression,
         ));
-        errs.extend(fake_pod_errors(spec)?);
+        errs.extend(fake_pod::fake_pod_errors(spec)?);
     }
     // 3.7
     errs.extend(validate_patch_pod_metadata(subject, ctx));
     Ok(errs)
-}
-
-/// The fake-pod check.
-///
-/// # Errors
-/// [`WebhookError::Decode`] for a value Go's decoder would have refused before validation.
-fn fake_pod_errors(spec: &Spec) -> Result<Vec<FieldError>, WebhookError> {
-    let init: Vec<_> = spec.init_containers.iter().map(|c| c.raw.clone()).collect();
-    let containers: Vec<_> = spec.containers.iter().map(|c| c.raw.clone()).collect();
-    pod_validation::validate_fake_pod(&pod_validation::FakePod {
-        init_containers: &init,
-        containers: &containers,
-        volumes: &spec.volumes,
-    })
 }
 
 /// Kruise's `validateSelector`: label-selector rules, no empty selector, and an extra error when the selector

@@ -184,6 +184,65 @@ pub fn is_valid_percent(value: &str) -> Vec<String> {
     }
 }
 
+/// `validation.IsValidPortNum` as a test: 1..=65535 (the message is [`PORT_NUM_ERROR`]).
+pub fn is_valid_port_num(n: i32) -> bool {
+    (1..=65535).contains(&n)
+}
+
+/// `validation.InclusiveRangeError(1, 65535)`, the message of an invalid port number.
+pub const PORT_NUM_ERROR: &str = "must be between 1 and 65535, inclusive";
+
+/// `validation.IsValidPortName`.
+pub fn is_valid_port_name(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if name.len() > 15 {
+        errs.push(max_len_error(15));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        || name.is_empty()
+    {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
+    }
+    if !name.chars().any(|c| c.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)".into());
+    }
+    if name.contains("--") {
+        errs.push("must not contain consecutive hyphens".into());
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        errs.push("must not begin or end with a hyphen".into());
+    }
+    errs
+}
+
+/// `validation.IsConfigMapKey`.
+pub fn is_config_map_key(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if key.len() > 253 {
+        errs.push(max_len_error(253));
+    }
+    if !key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+    {
+        errs.push(regex_error(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+            "[-._a-zA-Z0-9]+",
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    if key == "." {
+        errs.push("must not be '.'".into());
+    } else if key == ".." {
+        errs.push("must not be '..'".into());
+    } else if key.starts_with("..") {
+        errs.push("must not start with '..'".into());
+    }
+    errs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

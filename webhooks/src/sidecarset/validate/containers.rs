@@ -6,8 +6,8 @@
 
 use super::compile_go_regex;
 use super::model::{Container, Exprs};
+use crate::validation::downward_api::{split_subscripted_path, validate_object_field_selector};
 use crate::validation::field_error::{BadValue, FieldError, FieldPath, go_quote};
-use crate::validation::pod_validation::{split_subscripted_path, validate_object_field_selector};
 
 /// Unsubscripted `fieldRef` paths Kruise lists as valid for `transferEnv` (sorted, as Go's `List()`).
 const TRANSFER_ENV_FIELD_PATHS: &[&str] =
