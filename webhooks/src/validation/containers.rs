@@ -198,30 +198,7 @@ pub(super) fn validate_containers(
                 BadValue::str(&c.name),
             ));
         }
-        if let Some(lifecycle) = &c.lifecycle {
-            validate_lifecycle(lifecycle, grace_period, &p.child("lifecycle"), errs)?;
-        }
-        validate_probe(
-            c.liveness_probe.as_ref(),
-            ProbeKind::Liveness,
-            grace_period,
-            &p,
-            errs,
-        )?;
-        validate_probe(
-            c.readiness_probe.as_ref(),
-            ProbeKind::Readiness,
-            grace_period,
-            &p,
-            errs,
-        )?;
-        validate_probe(
-            c.startup_probe.as_ref(),
-            ProbeKind::Startup,
-            grace_period,
-            &p,
-            errs,
-        )?;
+        validate_lifecycle_and_probes(c, grace_period, &p, errs)?;
         if c.restart_policy.is_some() {
             errs.push(FieldError::forbidden(
                 &p.child("restartPolicy"),
@@ -230,6 +207,27 @@ pub(super) fn validate_containers(
         }
     }
     check_host_ports(containers.iter().enumerate(), path, errs);
+    Ok(())
+}
+
+/// The lifecycle handlers and the liveness, readiness and startup probes of a container (or of a native
+/// sidecar).
+fn validate_lifecycle_and_probes(
+    c: &PodContainer,
+    grace_period: i64,
+    p: &FieldPath,
+    errs: &mut Vec<FieldError>,
+) -> Result<(), WebhookError> {
+    if let Some(lifecycle) = &c.lifecycle {
+        validate_lifecycle(lifecycle, grace_period, &p.child("lifecycle"), errs)?;
+    }
+    for (probe, kind) in [
+        (&c.liveness_probe, ProbeKind::Liveness),
+        (&c.readiness_probe, ProbeKind::Readiness),
+        (&c.startup_probe, ProbeKind::Startup),
+    ] {
+        validate_probe(probe.as_ref(), kind, grace_period, p, errs)?;
+    }
     Ok(())
 }
 
@@ -269,30 +267,7 @@ pub(super) fn validate_init_containers(
         // Go checks each init container's host ports on its own, with the list's path and index 0.
         check_host_ports(std::iter::once((0, c)), path, errs);
         if restart_always {
-            if let Some(lifecycle) = &c.lifecycle {
-                validate_lifecycle(lifecycle, grace_period, &p.child("lifecycle"), errs)?;
-            }
-            validate_probe(
-                c.liveness_probe.as_ref(),
-                ProbeKind::Liveness,
-                grace_period,
-                &p,
-                errs,
-            )?;
-            validate_probe(
-                c.readiness_probe.as_ref(),
-                ProbeKind::Readiness,
-                grace_period,
-                &p,
-                errs,
-            )?;
-            validate_probe(
-                c.startup_probe.as_ref(),
-                ProbeKind::Startup,
-                grace_period,
-                &p,
-                errs,
-            )?;
+            validate_lifecycle_and_probes(c, grace_period, &p, errs)?;
         } else {
             let forbidden = "may not be set for init containers without restartPolicy=Always";
             for (set, field) in [
@@ -342,39 +317,30 @@ fn validate_container_common(
     if c.name.is_empty() {
         errs.push(FieldError::required(&name_path, ""));
     } else {
-        for msg in is_dns1123_label(&c.name) {
-            errs.push(FieldError::invalid(&name_path, BadValue::str(&c.name), msg));
-        }
+        errs.extend(FieldError::invalid_each(
+            &name_path,
+            &c.name,
+            is_dns1123_label(&c.name),
+        ));
     }
     if c.image.is_empty() {
         errs.push(FieldError::required(&p.child("image"), ""));
     }
-    match c.termination_message_policy.as_str() {
-        "File" | "FallbackToLogsOnError" => {}
-        "" => errs.push(FieldError::required(
-            &p.child("terminationMessagePolicy"),
-            "",
-        )),
-        other => errs.push(FieldError::not_supported(
-            &p.child("terminationMessagePolicy"),
-            BadValue::str(other),
-            &["File", "FallbackToLogsOnError"],
-        )),
-    }
+    errs.extend(FieldError::one_of(
+        &p.child("terminationMessagePolicy"),
+        &c.termination_message_policy,
+        &["File", "FallbackToLogsOnError"],
+    ));
     validate_ports(&c.ports, &p.child("ports"), errs);
     validate_env(&c.env, &p.child("env"), errs)?;
     validate_env_from(&c.env_from, &p.child("envFrom"), errs);
     validate_mounts(c, volumes, &p.child("volumeMounts"), errs);
     validate_devices(c, volumes, &p.child("volumeDevices"), errs);
-    match c.image_pull_policy.as_str() {
-        "Always" | "IfNotPresent" | "Never" => {}
-        "" => errs.push(FieldError::required(&p.child("imagePullPolicy"), "")),
-        other => errs.push(FieldError::not_supported(
-            &p.child("imagePullPolicy"),
-            BadValue::str(other),
-            &["Always", "IfNotPresent", "Never"],
-        )),
-    }
+    errs.extend(FieldError::one_of(
+        &p.child("imagePullPolicy"),
+        &c.image_pull_policy,
+        &["Always", "IfNotPresent", "Never"],
+    ));
     validate_resources(&c.resources, &p.child("resources"), errs)?;
     validate_resize_policy(&c.resize_policy, &p.child("resizePolicy"), errs);
     if let Some(sc) = &c.security_context {
@@ -390,13 +356,7 @@ fn validate_ports(ports: &[Port], path: &FieldPath, errs: &mut Vec<FieldError>) 
         if !port.name.is_empty() {
             let msgs = is_valid_port_name(&port.name);
             if !msgs.is_empty() {
-                for msg in msgs {
-                    errs.push(FieldError::invalid(
-                        &p.child("name"),
-                        BadValue::str(&port.name),
-                        msg,
-                    ));
-                }
+                errs.extend(FieldError::invalid_each(&p.child("name"), &port.name, msgs));
             } else if !names.insert(port.name.as_str()) {
                 errs.push(FieldError::duplicate(
                     &p.child("name"),
@@ -420,15 +380,11 @@ fn validate_ports(ports: &[Port], path: &FieldPath, errs: &mut Vec<FieldError>) 
                 PORT_NUM_ERROR,
             ));
         }
-        match port.protocol.as_str() {
-            "" => errs.push(FieldError::required(&p.child("protocol"), "")),
-            "TCP" | "UDP" | "SCTP" => {}
-            other => errs.push(FieldError::not_supported(
-                &p.child("protocol"),
-                BadValue::str(other),
-                &["SCTP", "TCP", "UDP"],
-            )),
-        }
+        errs.extend(FieldError::one_of(
+            &p.child("protocol"),
+            &port.protocol,
+            &["SCTP", "TCP", "UDP"],
+        ));
     }
 }
 
@@ -458,23 +414,19 @@ fn check_host_ports<'a>(
 }
 
 fn validate_key_ref(r: &KeyRef, path: &FieldPath, errs: &mut Vec<FieldError>) {
-    for msg in is_dns1123_subdomain(&r.name) {
-        errs.push(FieldError::invalid(
-            &path.child("name"),
-            BadValue::str(&r.name),
-            msg,
-        ));
-    }
+    errs.extend(FieldError::invalid_each(
+        &path.child("name"),
+        &r.name,
+        is_dns1123_subdomain(&r.name),
+    ));
     if r.key.is_empty() {
         errs.push(FieldError::required(&path.child("key"), ""));
     } else {
-        for msg in is_config_map_key(&r.key) {
-            errs.push(FieldError::invalid(
-                &path.child("key"),
-                BadValue::str(&r.key),
-                msg,
-            ));
-        }
+        errs.extend(FieldError::invalid_each(
+            &path.child("key"),
+            &r.key,
+            is_config_map_key(&r.key),
+        ));
     }
 }
 
@@ -488,13 +440,11 @@ fn validate_env(
         if e.name.is_empty() {
             errs.push(FieldError::required(&p.child("name"), ""));
         } else {
-            for msg in is_env_var_name(&e.name) {
-                errs.push(FieldError::invalid(
-                    &p.child("name"),
-                    BadValue::str(&e.name),
-                    msg,
-                ));
-            }
+            errs.extend(FieldError::invalid_each(
+                &p.child("name"),
+                &e.name,
+                is_env_var_name(&e.name),
+            ));
         }
         let Some(from) = &e.value_from else {
             continue;
@@ -550,13 +500,11 @@ fn validate_env_from(list: &[EnvFrom], path: &FieldPath, errs: &mut Vec<FieldErr
     for (i, e) in list.iter().enumerate() {
         let p = path.index(i);
         if !e.prefix.is_empty() {
-            for msg in is_env_var_name(&e.prefix) {
-                errs.push(FieldError::invalid(
-                    &p.child("prefix"),
-                    BadValue::str(&e.prefix),
-                    msg,
-                ));
-            }
+            errs.extend(FieldError::invalid_each(
+                &p.child("prefix"),
+                &e.prefix,
+                is_env_var_name(&e.prefix),
+            ));
         }
         let mut sources = 0;
         for (r, field) in [
@@ -574,9 +522,11 @@ fn validate_env_from(list: &[EnvFrom], path: &FieldPath, errs: &mut Vec<FieldErr
                     Some(rest) => format!("{rest}a"),
                     None => r.name.clone(),
                 };
-                for msg in is_dns1123_subdomain(&masked) {
-                    errs.push(FieldError::invalid(&np, BadValue::str(&r.name), msg));
-                }
+                errs.extend(FieldError::invalid_each(
+                    &np,
+                    &r.name,
+                    is_dns1123_subdomain(&masked),
+                ));
             }
         }
         if sources == 0 {

@@ -134,9 +134,11 @@ pub fn validate_object_field_selector(
                 return;
             }
         };
-        for msg in is_qualified_name(&key) {
-            errs.push(FieldError::invalid(path, BadValue::Str(key.clone()), msg));
-        }
+        errs.extend(FieldError::invalid_each(
+            path,
+            &key,
+            is_qualified_name(&key),
+        ));
     } else if !expressions.contains(&internal.as_str()) {
         errs.push(FieldError::not_supported(
             &path.child("fieldPath"),

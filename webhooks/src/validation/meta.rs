@@ -18,9 +18,7 @@ pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 
 /// `ValidateLabelName`: the key is a qualified name.
 fn validate_label_name(key: &str, path: &FieldPath, errs: &mut Vec<FieldError>) {
-    for msg in is_qualified_name(key) {
-        errs.push(FieldError::invalid(path, BadValue::str(key), msg));
-    }
+    errs.extend(FieldError::invalid_each(path, key, is_qualified_name(key)));
 }
 
 /// `ValidateLabels`, in key order.
@@ -28,9 +26,7 @@ pub fn validate_labels(labels: &BTreeMap<String, String>, path: &FieldPath) -> V
     let mut errs = Vec::new();
     for (k, v) in labels {
         validate_label_name(k, path, &mut errs);
-        for msg in is_valid_label_value(v) {
-            errs.push(FieldError::invalid(path, BadValue::str(v), msg));
-        }
+        errs.extend(FieldError::invalid_each(path, v, is_valid_label_value(v)));
     }
     errs
 }
@@ -42,9 +38,11 @@ pub fn validate_annotations(
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for k in annotations.keys() {
-        for msg in is_qualified_name(&k.to_lowercase()) {
-            errs.push(FieldError::invalid(path, BadValue::str(k), msg));
-        }
+        errs.extend(FieldError::invalid_each(
+            path,
+            k,
+            is_qualified_name(&k.to_lowercase()),
+        ));
     }
     let total: usize = annotations.iter().map(|(k, v)| k.len() + v.len()).sum();
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
@@ -75,13 +73,11 @@ pub fn validate_object_meta(
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(generate) = meta.generate_name.as_deref().filter(|g| !g.is_empty()) {
-        for msg in name_fn(generate) {
-            errs.push(FieldError::invalid(
-                &path.child("generateName"),
-                BadValue::str(generate),
-                msg,
-            ));
-        }
+        errs.extend(FieldError::invalid_each(
+            &path.child("generateName"),
+            generate,
+            name_fn(generate),
+        ));
     }
     match meta.name.as_deref().filter(|n| !n.is_empty()) {
         None => errs.push(FieldError::required(
@@ -89,13 +85,11 @@ pub fn validate_object_meta(
             "name or generateName is required",
         )),
         Some(name) => {
-            for msg in name_fn(name) {
-                errs.push(FieldError::invalid(
-                    &path.child("name"),
-                    BadValue::str(name),
-                    msg,
-                ));
-            }
+            errs.extend(FieldError::invalid_each(
+                &path.child("name"),
+                name,
+                name_fn(name),
+            ));
         }
     }
     if meta.namespace.as_deref().is_some_and(|n| !n.is_empty()) {
@@ -120,9 +114,11 @@ pub fn validate_object_meta(
     let finalizers = meta.finalizers.as_deref().unwrap_or_default();
     let finalizers_path = path.child("finalizers");
     for f in finalizers {
-        for msg in is_qualified_name(f) {
-            errs.push(FieldError::invalid(&finalizers_path, BadValue::str(f), msg));
-        }
+        errs.extend(FieldError::invalid_each(
+            &finalizers_path,
+            f,
+            is_qualified_name(f),
+        ));
     }
     let has = |name: &str| finalizers.iter().any(|f| f == name);
     if has("orphan") && has("foregroundDeletion") {
@@ -169,13 +165,11 @@ pub fn validate_label_selector(sel: &LabelSelector, path: &FieldPath) -> Vec<Fie
         }
         validate_label_name(&req.key, &p.child("key"), &mut errs);
         for (j, v) in values.iter().enumerate() {
-            for msg in is_valid_label_value(v) {
-                errs.push(FieldError::invalid(
-                    &p.child("values").index(j),
-                    BadValue::str(v),
-                    msg,
-                ));
-            }
+            errs.extend(FieldError::invalid_each(
+                &p.child("values").index(j),
+                v,
+                is_valid_label_value(v),
+            ));
         }
     }
     errs

@@ -179,9 +179,11 @@ fn validate_port_num_or_name(
             }
         }
         Some(Value::String(name)) => {
-            for msg in is_valid_port_name(name) {
-                errs.push(FieldError::invalid(path, BadValue::str(name), msg));
-            }
+            errs.extend(FieldError::invalid_each(
+                path,
+                name,
+                is_valid_port_name(name),
+            ));
         }
         Some(_) => return Err(decode_error(path, "expected an int32 or a string")),
     }

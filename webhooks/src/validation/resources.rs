@@ -130,9 +130,7 @@ fn overcommit_allowed(name: &str) -> bool {
 fn validate_resource_name(name: &str, path: &FieldPath, errs: &mut Vec<FieldError>) {
     let msgs = is_qualified_name(name);
     if !msgs.is_empty() {
-        for msg in msgs {
-            errs.push(FieldError::invalid(path, BadValue::str(name), msg));
-        }
+        errs.extend(FieldError::invalid_each(path, name, msgs));
         return;
     }
     if !name.contains('/') {
@@ -185,22 +183,23 @@ pub(super) fn validate_resources(
 ) -> Result<(), WebhookError> {
     let lim_path = path.child("limits");
     let req_path = path.child("requests");
-    let mut limits = BTreeMap::new();
     let (mut cpu_or_memory, mut hugepages) = (false, false);
-    for (name, value) in &r.limits {
-        let p = lim_path.key(name);
-        let q = quantity(value, &p)?;
-        validate_resource_name(name, &p, errs);
-        validate_quantity_value(name, &q, &p, errs);
+    // The checks every limit and request gets, by name; returns the quantity.
+    let mut entry = |name: &str, value: &Value, p: &FieldPath, errs: &mut Vec<FieldError>| {
+        let q = quantity(value, p)?;
+        validate_resource_name(name, p, errs);
+        validate_quantity_value(name, &q, p, errs);
         hugepages |= is_hugepages(name);
         cpu_or_memory |= name == "cpu" || name == "memory";
+        Ok::<_, WebhookError>(q)
+    };
+    let mut limits = BTreeMap::new();
+    for (name, value) in &r.limits {
+        let q = entry(name, value, &lim_path.key(name), errs)?;
         limits.insert(name.as_str(), q);
     }
     for (name, value) in &r.requests {
-        let p = req_path.key(name);
-        let q = quantity(value, &p)?;
-        validate_resource_name(name, &p, errs);
-        validate_quantity_value(name, &q, &p, errs);
+        let q = entry(name, value, &req_path.key(name), errs)?;
         match limits.get(name.as_str()) {
             Some(limit) => {
                 let order = q.cmp(limit);
@@ -227,8 +226,6 @@ pub(super) fn validate_resources(
             )),
             None => {}
         }
-        hugepages |= is_hugepages(name);
-        cpu_or_memory |= name == "cpu" || name == "memory";
     }
     if hugepages && !cpu_or_memory {
         errs.push(FieldError::forbidden(
@@ -268,24 +265,16 @@ pub(super) fn validate_resize_policy(
                 BadValue::str(&r.resource_name),
             ));
         }
-        match r.resource_name.as_str() {
-            "cpu" | "memory" => {}
-            "" => errs.push(FieldError::required(path, "")),
-            other => errs.push(FieldError::not_supported(
-                path,
-                BadValue::str(other),
-                &["cpu", "memory"],
-            )),
-        }
-        match r.restart_policy.as_str() {
-            "NotRequired" | "RestartContainer" => {}
-            "" => errs.push(FieldError::required(path, "")),
-            other => errs.push(FieldError::not_supported(
-                path,
-                BadValue::str(other),
-                &["NotRequired", "RestartContainer"],
-            )),
-        }
+        errs.extend(FieldError::one_of(
+            path,
+            &r.resource_name,
+            &["cpu", "memory"],
+        ));
+        errs.extend(FieldError::one_of(
+            path,
+            &r.restart_policy,
+            &["NotRequired", "RestartContainer"],
+        ));
     }
 }
 

@@ -165,14 +165,19 @@ pub fn is_env_var_name(value: &str) -> Vec<String> {
             &["my.env-name", "MY_ENV.NAME", "MyEnvName1"],
         ));
     }
-    if value == "." {
-        errs.push("must not be '.'".to_owned());
-    } else if value == ".." {
-        errs.push("must not be '..'".to_owned());
-    } else if value.starts_with("..") {
-        errs.push("must not start with '..'".to_owned());
-    }
+    errs.extend(has_ch_dir_prefix(value));
     errs
+}
+
+/// `hasChDirPrefix`: a name that would read as `.` or `..` in a path.
+fn has_ch_dir_prefix(value: &str) -> Option<String> {
+    let msg = match value {
+        "." => "must not be '.'",
+        ".." => "must not be '..'",
+        _ if value.starts_with("..") => "must not start with '..'",
+        _ => return None,
+    };
+    Some(msg.to_owned())
 }
 
 /// `validation.IsValidPercent`.
@@ -233,13 +238,7 @@ pub fn is_config_map_key(key: &str) -> Vec<String> {
             &["key.name", "KEY_NAME", "key-name"],
         ));
     }
-    if key == "." {
-        errs.push("must not be '.'".into());
-    } else if key == ".." {
-        errs.push("must not be '..'".into());
-    } else if key.starts_with("..") {
-        errs.push("must not start with '..'".into());
-    }
+    errs.extend(has_ch_dir_prefix(key));
     errs
 }
 

@@ -109,36 +109,17 @@ pub(super) fn validate_volumes(
     let mut names = BTreeSet::new();
     for (i, volume) in volumes.iter().enumerate() {
         let p = path.index(i);
-        let empty = Map::new();
-        let obj = match volume {
-            Value::Object(m) => m,
-            Value::Null => &empty,
-            _ => {
-                return Err(WebhookError::Decode(format!(
-                    "decoding spec.volumes[{i}]: expected an object"
-                )));
-            }
-        };
-        let name = match obj.get("name") {
-            None | Some(Value::Null) => "",
-            Some(Value::String(s)) => s.as_str(),
-            Some(_) => {
-                return Err(WebhookError::Decode(format!(
-                    "decoding spec.volumes[{i}].name: expected a string"
-                )));
-            }
-        };
+        let obj = as_object(volume, &p)?;
+        let name = opt_str(obj, "name", &p)?.unwrap_or("");
         let (kind, mut el) = validate_volume_source(obj, &p)?;
         if name.is_empty() {
             el.push(FieldError::required(&p.child("name"), ""));
         } else {
-            for msg in is_dns1123_label(name) {
-                el.push(FieldError::invalid(
-                    &p.child("name"),
-                    BadValue::str(name),
-                    msg,
-                ));
-            }
+            el.extend(FieldError::invalid_each(
+                &p.child("name"),
+                name,
+                is_dns1123_label(name),
+            ));
         }
         if names.contains(name) {
             el.push(FieldError::duplicate(&p.child("name"), BadValue::str(name)));
@@ -369,13 +350,7 @@ fn validate_projected(
             let items = pp.child("items");
             for (j, item) in list(proj, "items", &pp)?.iter().enumerate() {
                 let file = validate_key_to_path(item, &items.index(j), errs)?;
-                if !file.is_empty() && !all_paths.insert(file) {
-                    errs.push(FieldError::invalid(
-                        sp,
-                        BadValue::str(name),
-                        "conflicting duplicate paths",
-                    ));
-                }
+                note_projected_path(&mut all_paths, file, name, sp, errs);
             }
         }
         if let Some(v) = source.get("downwardAPI").filter(|v| !v.is_null()) {
@@ -384,13 +359,7 @@ fn validate_projected(
             let proj = as_object(v, &pp)?;
             for item in list(proj, "items", &pp)? {
                 let file = validate_downward_api_file(item, &pp, errs)?;
-                if !file.is_empty() && !all_paths.insert(file) {
-                    errs.push(FieldError::invalid(
-                        sp,
-                        BadValue::str(file),
-                        "conflicting duplicate paths",
-                    ));
-                }
+                note_projected_path(&mut all_paths, file, file, sp, errs);
             }
         }
         if let Some(v) = source.get("serviceAccountToken").filter(|v| !v.is_null()) {
@@ -436,6 +405,24 @@ fn validate_projected(
     Ok(())
 }
 
+/// Records a projected file path; a path seen before is `conflicting duplicate paths` at the projected
+/// source, showing `value` (Go shows the secret or configMap name, or the downward API path).
+fn note_projected_path<'a>(
+    all_paths: &mut BTreeSet<&'a str>,
+    file: &'a str,
+    value: &str,
+    projected: &FieldPath,
+    errs: &mut Vec<FieldError>,
+) {
+    if !file.is_empty() && !all_paths.insert(file) {
+        errs.push(FieldError::invalid(
+            projected,
+            BadValue::str(value),
+            "conflicting duplicate paths",
+        ));
+    }
+}
+
 /// `validateCSIVolumeSource`.
 fn validate_csi(
     src: &Map<String, Value>,
@@ -450,9 +437,11 @@ fn validate_csi(
     if driver.len() > 63 {
         errs.push(FieldError::too_long(&dp, 63));
     }
-    for msg in is_dns1123_subdomain(&driver.to_lowercase()) {
-        errs.push(FieldError::invalid(&dp, BadValue::str(driver), msg));
-    }
+    errs.extend(FieldError::invalid_each(
+        &dp,
+        driver,
+        is_dns1123_subdomain(&driver.to_lowercase()),
+    ));
     if let Some(r) = src.get("nodePublishSecretRef").filter(|v| !v.is_null()) {
         let rp = sp.child("nodePublishSecretRef");
         let name = opt_str(as_object(r, &rp)?, "name", &rp)?.unwrap_or("");
@@ -460,13 +449,11 @@ fn validate_csi(
             errs.push(FieldError::required(&rp.child("name"), ""));
         } else {
             // Go reports a bad secret name at `csi.name` (quirk kept).
-            for msg in is_dns1123_subdomain(name) {
-                errs.push(FieldError::invalid(
-                    &sp.child("name"),
-                    BadValue::str(name),
-                    msg,
-                ));
-            }
+            errs.extend(FieldError::invalid_each(
+                &sp.child("name"),
+                name,
+                is_dns1123_subdomain(name),
+            ));
         }
     }
     Ok(())
