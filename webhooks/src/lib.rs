@@ -6,7 +6,8 @@
 //!
 //! Entry points: [`admission`] (the AdmissionReview wire format), [`registry`] (which webhooks exist, their
 //! paths and rules), [`deletion_protection`], [`conversion`] (CRD conversion), [`fixture`] (a cluster view
-//! loaded from YAML for tests, benches and `kruise-webhook review`).
+//! loaded from YAML for tests, benches and `kruise-webhook review`), [`validation`] (Kubernetes object
+//! validation with Go's paths and texts, shared by the validating webhooks).
 
 pub mod admission;
 pub mod api;
@@ -26,6 +27,7 @@ pub mod registry;
 mod scan;
 pub mod selector;
 pub mod sidecarset;
+pub mod validation;
 pub mod verdict;
 pub mod view;
 

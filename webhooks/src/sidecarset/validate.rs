@@ -4,17 +4,17 @@
 //! Entry point: [`validate`]. CREATE and UPDATE of v1alpha1 and v1beta1 SidecarSets are converted to v1beta1
 //! (the old object too) and checked rule by rule in OpenKruise's order:
 //!
-//! 1. metadata ([`meta::validate_object_meta`] with the SidecarSet name rules);
+//! 1. metadata ([`meta::validate_object_meta`] with the SidecarSet name rules, [`sidecarset_name_errors`]);
 //! 2. canary rules (path `metadata`), each stopping the canary checks at the first failure;
 //! 3. spec: native sidecars under RollingUpdate, selectors, `injectionStrategy.revision`, `updateStrategy`,
 //!    the containers (Kruise rules, then a Kubernetes pod-create check of a fake pod: see
-//!    the `pod_validation` module), `patchPodMetadata` with the whitelist of §8.1;
+//!    the `fake_pod` module), `patchPodMetadata` with the whitelist of §8.1;
 //! 4. UPDATE only: containers may not be added or renamed, upgradeType is immutable;
 //! 5. any error so far stops here;
 //! 6. conflicts with the other SidecarSets (visited in name order).
 //!
 //! A violation is answered `allowed: false`, **code 422** (DECISIONS 14 overrides the `Errored(500, ...)` of
-//! spec §12), no reason, and OpenKruise's message `ErrorList.ToAggregate().Error()` ([`field_error::aggregate`]).
+//! spec §12), no reason, and OpenKruise's message `ErrorList.ToAggregate().Error()` ([`aggregate`]).
 //! When the whitelist ConfigMap could not be read the answer is code 500 with the same message: the object may
 //! be fine, the cluster read failed. Success is a plain allow (OpenKruise also
 //! sets the message `allowed to be admitted`, which [`Verdict`] cannot carry).
@@ -24,28 +24,33 @@
 //! Listing SidecarSets cannot fail on a cache, so the `Internal error` of rule 5 never occurs here.
 
 mod containers;
-pub mod field_error;
-pub mod meta;
+mod fake_pod;
 mod model;
 mod overlap;
-mod pod_validation;
 mod whitelist;
 
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use self::field_error::{BadValue, FieldError, FieldPath, aggregate, go_quote};
 use self::model::{Spec, Subject, UpdateStrategy};
 use crate::admission::{AdmissionRequest, Operation, RawJson};
 use crate::api::sidecarset::{BASE_ANNOTATION, InjectionRevision, SidecarSet, SidecarSetSpec};
 use crate::sidecarset::revision::historical;
+use crate::validation::apps::validate_positive_int_or_percent;
+use crate::validation::field_error::{
+    BadValue, FieldError, FieldPath, aggregate, go_int_or_string, go_quote,
+};
+use crate::validation::meta;
+use crate::validation::syntax::{max_len_error, regex_error};
 use crate::view::SidecarSetView;
 use crate::{Denial, FeatureGates, Verdict, WebhookError};
 
@@ -60,6 +65,15 @@ pub const VIOLATION_CODE: u16 = 422;
 
 /// `status.message` of an admitted SidecarSet (spec §8).
 pub const ALLOWED_MESSAGE: &str = "allowed to be admitted";
+
+/// The SidecarSet name regex (§3).
+pub const SIDECARSET_NAME_FMT: &str = "^[a-zA-Z0-9\\-]+$";
+const SIDECARSET_NAME_ERR: &str = "sidecarset name must consist of alphanumeric characters or '-'";
+/// The SidecarSet name length limit (§3).
+pub const SIDECARSET_NAME_MAX_LEN: usize = 63;
+
+static SIDECARSET_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(SIDECARSET_NAME_FMT).expect("a constant regex compiles"));
 
 /// What the validator needs besides the request and the cluster view.
 pub struct ValidateContext<'a> {
@@ -141,7 +155,7 @@ fn validate_sidecarset(
 ) -> Result<Vec<FieldError>, WebhookError> {
     let mut errs = meta::validate_object_meta(
         &subject.metadata,
-        meta::sidecarset_name_errors,
+        sidecarset_name_errors,
         &FieldPath::new("metadata"),
     );
     errs.extend(validate_canary(subject, old, view));
@@ -153,6 +167,40 @@ fn validate_sidecarset(
         return Ok(errs);
     }
     Ok(overlap::conflicts(subject, &view.sidecar_sets()))
+}
+
+/// Kruise's `validateSidecarSetName` (§8 rule 1): the regex `^[a-zA-Z0-9\-]+$` and at most 63 characters.
+pub fn sidecarset_name_errors(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if !SIDECARSET_NAME.is_match(name) {
+        errs.push(regex_error(
+            SIDECARSET_NAME_ERR,
+            SIDECARSET_NAME_FMT,
+            &["example-com"],
+        ));
+    }
+    if name.len() > SIDECARSET_NAME_MAX_LEN {
+        errs.push(max_len_error(SIDECARSET_NAME_MAX_LEN));
+    }
+    errs
+}
+
+/// Compiles a regex the way Go's `regexp.Compile` is used by Kruise (RE2 syntax, unanchored). The error text
+/// imitates Go's ``error parsing regexp: <what>: `<pattern>` ``, where `<what>` is the Rust parser's one-line
+/// reason.
+fn compile_go_regex(pattern: &str) -> Result<Regex, String> {
+    Regex::new(pattern).map_err(|e| {
+        let text = e.to_string();
+        let reason = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .trim_start_matches("error: ")
+            .to_owned();
+        format!("error parsing regexp: {reason}: `{pattern}`")
+    })
 }
 
 /// Rule 2: a canary names an existing, non-canary base other than itself, keeps it on UPDATE and does not
@@ -240,25 +288,11 @@ fn validate_spec(
             &spec.containers,
             ctx.validate_expression,
         ));
-        errs.extend(fake_pod_errors(spec)?);
+        errs.extend(fake_pod::fake_pod_errors(spec)?);
     }
     // 3.7
     errs.extend(validate_patch_pod_metadata(subject, ctx));
     Ok(errs)
-}
-
-/// The fake-pod check.
-///
-/// # Errors
-/// [`WebhookError::Decode`] for a value Go's decoder would have refused before validation.
-fn fake_pod_errors(spec: &Spec) -> Result<Vec<FieldError>, WebhookError> {
-    let init: Vec<_> = spec.init_containers.iter().map(|c| c.raw.clone()).collect();
-    let containers: Vec<_> = spec.containers.iter().map(|c| c.raw.clone()).collect();
-    pod_validation::validate_fake_pod(&pod_validation::FakePod {
-        init_containers: &init,
-        containers: &containers,
-        volumes: &spec.volumes,
-    })
 }
 
 /// Kruise's `validateSelector`: label-selector rules, no empty selector, and an extra error when the selector
@@ -342,29 +376,6 @@ fn validate_revision(
     errs
 }
 
-fn render_int_or_string(v: &IntOrString) -> String {
-    match v {
-        IntOrString::Int(i) => format!("intstr.IntOrString{{Type:0, IntVal:{i}, StrVal:\"\"}}"),
-        IntOrString::String(s) => {
-            format!(
-                "intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}",
-                go_quote(s)
-            )
-        }
-    }
-}
-
-/// `ValidatePositiveIntOrPercent`.
-fn validate_int_or_percent(v: &IntOrString, path: &FieldPath) -> Vec<FieldError> {
-    match v {
-        IntOrString::String(s) => meta::is_valid_percent(s)
-            .into_iter()
-            .map(|msg| FieldError::invalid(path, BadValue::Raw(render_int_or_string(v)), msg))
-            .collect(),
-        IntOrString::Int(i) => meta::validate_nonnegative((*i).into(), path),
-    }
-}
-
 /// Rule 3.4 (only called for `RollingUpdate`).
 fn validate_update_strategy(strategy: &UpdateStrategy, path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -377,7 +388,7 @@ fn validate_update_strategy(strategy: &UpdateStrategy, path: &FieldPath) -> Vec<
         let partition = strategy
             .partition
             .as_ref()
-            .map(render_int_or_string)
+            .map(go_int_or_string)
             .unwrap_or_default();
         errs.push(FieldError::invalid(
             &FieldPath::new("updateStrategy"),
@@ -397,10 +408,16 @@ fn validate_update_strategy(strategy: &UpdateStrategy, path: &FieldPath) -> Vec<
         errs.extend(validate_selector(sel, &path.child("selector")));
     }
     if let Some(p) = &strategy.partition {
-        errs.extend(validate_int_or_percent(p, &path.child("partition")));
+        errs.extend(validate_positive_int_or_percent(
+            p,
+            &path.child("partition"),
+        ));
     }
     if let Some(m) = &strategy.max_unavailable {
-        errs.extend(validate_int_or_percent(m, &path.child("maxUnavailable")));
+        errs.extend(validate_positive_int_or_percent(
+            m,
+            &path.child("maxUnavailable"),
+        ));
     }
     if let Err(e) = priority_strategy_error(strategy) {
         errs.push(FieldError::required(&path.child("priorityStrategy"), e));

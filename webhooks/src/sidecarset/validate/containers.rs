@@ -4,10 +4,10 @@
 //!
 //! The bad values of these errors are a best effort (Go prints some of them as structs with pointers).
 
-use super::field_error::{BadValue, FieldError, FieldPath, go_quote};
-use super::meta::compile_go_regex;
+use super::compile_go_regex;
 use super::model::{Container, Exprs};
-use super::pod_validation::{split_subscripted_path, validate_object_field_selector};
+use crate::validation::downward_api::{split_subscripted_path, validate_object_field_selector};
+use crate::validation::field_error::{BadValue, FieldError, FieldPath, go_quote};
 
 /// Unsubscripted `fieldRef` paths Kruise lists as valid for `transferEnv` (sorted, as Go's `List()`).
 const TRANSFER_ENV_FIELD_PATHS: &[&str] =

@@ -4,7 +4,7 @@
 //! failure, as it is for Go's decoder (answered 400).
 //!
 //! Containers keep their raw JSON beside the few fields the Kruise rules read: pod validation decodes the
-//! raw JSON itself ([`super::pod_validation`]).
+//! raw JSON itself ([`crate::validation::pod`]).
 
 use std::collections::BTreeMap;
 
@@ -171,7 +171,7 @@ pub(super) struct TransferEnv {
 #[serde(rename_all = "camelCase")]
 pub(super) struct SourceFrom {
     #[serde(default)]
-    pub field_ref: Option<super::pod_validation::FieldRef>,
+    pub field_ref: Option<crate::validation::downward_api::FieldRef>,
 }
 
 /// `resourcesPolicy` (§5).

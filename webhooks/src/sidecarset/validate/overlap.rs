@@ -18,10 +18,10 @@ use k8s_openapi::api::core::v1::Volume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
-use super::field_error::{BadValue, FieldError, FieldPath};
 use super::model::Subject;
 use crate::api::sidecarset::{PatchPodMetadata, SidecarSet};
 use crate::sidecarset::defaults::default_object;
+use crate::validation::field_error::{BadValue, FieldError, FieldPath};
 
 /// `isDisjoint(a, b)`: built from `a`'s matchLabels (`[v]`), `In` expressions (values appended) and `Exists`
 /// (`["ALL"]`), true when one of `b`'s requirements cannot hold together with them. `b Exists k` with `k`

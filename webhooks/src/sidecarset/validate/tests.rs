@@ -1,11 +1,13 @@
 //! Scenarios 44-61 of spec/sidecarset.md §11, the overlap table of scenario 58, and the request handling of
-//! §8 (versions, conversion, UPDATE, answers). Expected values are written from the spec.
+//! §8 (versions, conversion, UPDATE, answers), with the SidecarSet name rule and Go's regex errors. Expected
+//! values are written from the spec.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde_json::{Value, json};
 
 use super::*;
 use crate::fixture::FixtureCluster;
+use crate::validation::meta::validate_object_meta;
 
 const KRUISE_NS: &str = "kruise-system";
 
@@ -1350,4 +1352,52 @@ fn other_operations_are_allowed() {
         .review(&request("DELETE", "v1beta1", &json!(null), None))
         .unwrap();
     assert!(verdict.is_allowed());
+}
+
+#[test]
+fn sidecarset_names_follow_kruise_regex_and_length() {
+    assert_eq!(
+        sidecarset_name_errors("bad_name"),
+        [
+            "sidecarset name must consist of alphanumeric characters or '-' (e.g. 'example-com', regex used for validation is '^[a-zA-Z0-9\\-]+$')"
+        ]
+    );
+    assert_eq!(
+        sidecarset_name_errors(&"a".repeat(64)),
+        ["must be no more than 63 characters"]
+    );
+    assert!(sidecarset_name_errors("Upper-Case-ok-1").is_empty());
+}
+
+#[test]
+fn object_meta_requires_a_name_and_no_namespace() {
+    let meta = ObjectMeta {
+        namespace: Some("ns".into()),
+        generation: Some(-1),
+        finalizers: Some(vec!["orphan".into(), "foregroundDeletion".into()]),
+        ..Default::default()
+    };
+    let errs: Vec<String> =
+        validate_object_meta(&meta, sidecarset_name_errors, &FieldPath::new("metadata"))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+    assert_eq!(
+        errs,
+        [
+            "metadata.name: Required value: name or generateName is required",
+            "metadata.namespace: Forbidden: not allowed on this type",
+            "metadata.generation: Invalid value: -1: must be greater than or equal to 0",
+            "metadata.finalizers: Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set",
+        ]
+    );
+}
+
+#[test]
+fn go_regex_errors_are_one_line() {
+    assert!(compile_go_regex("key.*").unwrap().is_match("key1"));
+    let e = compile_go_regex("[invalid(regex").unwrap_err();
+    assert!(e.starts_with("error parsing regexp: "), "{e}");
+    assert!(e.ends_with(": `[invalid(regex`"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
 }

@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
-use super::meta::{compile_go_regex, selector_conversion_error};
+use super::compile_go_regex;
 use crate::api::sidecarset::PatchPodMetadata;
 use crate::de::nullable;
 use crate::selector;
+use crate::validation::meta::selector_conversion_error;
 
 /// The ConfigMap `kruise-configuration` key holding the whitelist.
 pub const WHITELIST_KEY: &str = "SidecarSet_PatchPodMetadata_WhiteList";

@@ -13,6 +13,8 @@
 
 use std::fmt;
 
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
 /// A field path (`field.Path`): `spec.containers[0].name`, `resources.limits[cpu]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FieldPath(String);
@@ -198,6 +200,27 @@ impl FieldError {
         Self::new(ErrorType::Internal, path, BadValue::Omit, detail)
     }
 
+    /// `field.Invalid(path, value, msg)` for each message of a syntax check (Go's
+    /// `for _, msg := range validation.IsX(v)`); `value` is the value the errors show.
+    pub fn invalid_each(path: &FieldPath, value: &str, messages: Vec<String>) -> Vec<Self> {
+        messages
+            .into_iter()
+            .map(|msg| Self::invalid(path, BadValue::str(value), msg))
+            .collect()
+    }
+
+    /// A value from a closed set, checked as Go's `switch` does: nothing when `supported` lists it, else
+    /// `Required` when empty and `NotSupported` (listing `supported`) otherwise.
+    pub fn one_of(path: &FieldPath, value: &str, supported: &[&str]) -> Option<Self> {
+        if supported.contains(&value) {
+            None
+        } else if value.is_empty() {
+            Some(Self::required(path, ""))
+        } else {
+            Some(Self::not_supported(path, BadValue::str(value), supported))
+        }
+    }
+
     /// Go's `ErrorBody()`: the message without the path.
     pub fn body(&self) -> String {
         let mut s = self.kind.as_str().to_owned();
@@ -257,6 +280,19 @@ pub fn go_string_slice(values: &[String]) -> String {
     }
     let quoted: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
     format!("[]string{{{}}}", quoted.join(", "))
+}
+
+/// Go's `%#v` of an `intstr.IntOrString`: `intstr.IntOrString{Type:0, IntVal:1, StrVal:""}`.
+pub fn go_int_or_string(v: &IntOrString) -> String {
+    match v {
+        IntOrString::Int(i) => format!("intstr.IntOrString{{Type:0, IntVal:{i}, StrVal:\"\"}}"),
+        IntOrString::String(s) => {
+            format!(
+                "intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}",
+                go_quote(s)
+            )
+        }
+    }
 }
 
 #[cfg(test)]
@@ -343,6 +379,31 @@ mod tests {
         assert_eq!(
             FieldError::not_supported(&p, BadValue::str("X"), &["SCTP", "TCP", "UDP"]).to_string(),
             "f: Unsupported value: \"X\": supported values: \"SCTP\", \"TCP\", \"UDP\""
+        );
+    }
+
+    #[test]
+    fn one_of_requires_a_listed_value_and_invalid_each_reports_every_message() {
+        let p = FieldPath::new("f");
+        assert_eq!(FieldError::one_of(&p, "TCP", &["SCTP", "TCP", "UDP"]), None);
+        assert_eq!(
+            FieldError::one_of(&p, "", &["TCP"]).map(|e| e.to_string()),
+            Some("f: Required value".to_owned())
+        );
+        assert_eq!(
+            FieldError::one_of(&p, "ICMP", &["SCTP", "TCP"]).map(|e| e.to_string()),
+            Some("f: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\"".to_owned())
+        );
+        let shown: Vec<String> = FieldError::invalid_each(&p, "Bad", vec!["x".into(), "y".into()])
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "f: Invalid value: \"Bad\": x",
+                "f: Invalid value: \"Bad\": y"
+            ]
         );
     }
 
