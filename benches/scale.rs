@@ -25,13 +25,10 @@ mod mock;
 #[path = "scale/objects.rs"]
 mod objects;
 
-use futures::StreamExt;
-use kube::ResourceExt;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::Store;
 
-use kruise_webhook::cache::{Cluster, LiveCache};
+use kruise_webhook::cache::{Cluster, LiveCache, shared};
 use kruise_webhook::config::ServeConfig;
 use kruise_webhook::controller::Controllers;
 use kruise_webhook::metrics::Metrics;
@@ -92,16 +89,10 @@ fn dynamic_store(
 ) -> Store<DynamicObject> {
     let resource =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
-    let writer = reflector::store::Writer::new(resource.clone());
-    let reader = writer.as_reader();
-    let stream = watcher(
-        kube::Api::all_with(client.clone(), &resource),
-        watcher::Config::default().any_semantic(),
-    )
-    .default_backoff()
-    .modify(|o: &mut DynamicObject| o.managed_fields_mut().clear());
-    tokio::spawn(reflector::reflector(writer, stream).for_each(|_| futures::future::ready(())));
-    reader
+    let api = kube::Api::all_with(client.clone(), &resource);
+    shared::watch(api, resource, shared::strip_managed_fields, |_, _| {})
+        .store()
+        .clone()
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

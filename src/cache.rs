@@ -1,12 +1,13 @@
 //! The cluster view the webhooks read: kube-runtime reflector stores in a cluster, or YAML files standalone.
 //! Also the one question the caches cannot answer: how many custom resources of a CRD exist (a live LIST).
 
+pub mod shared;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
@@ -14,7 +15,6 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
 use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
@@ -25,6 +25,8 @@ use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
 use kruise_webhooks::sidecarset::select::SidecarSetIndex;
 use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
 use kruise_webhooks::view::SidecarSetView;
+
+use shared::{Change, Shared};
 
 /// How long the live custom-resource count may take before it counts as a list error.
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -101,18 +103,30 @@ fn load_path(cluster: &mut FixtureCluster, path: &Path, explicit: bool) -> Resul
     Ok(())
 }
 
-/// Reflector stores of the kinds the webhooks read.
+/// Reflector stores of the kinds the webhooks read, shared with the controllers ([`shared`]). Cheap to
+/// clone.
 #[derive(Clone)]
-pub struct LiveCache {
+pub struct LiveCache(Arc<LiveStores>);
+
+/// The stores of a [`LiveCache`].
+pub struct LiveStores {
     client: Client,
-    namespaces: Store<Namespace>,
-    pods: Store<Pod>,
-    claims: Store<PersistentVolumeClaim>,
+    namespaces: Shared<Namespace>,
+    pods: Shared<Pod>,
+    claims: Shared<PersistentVolumeClaim>,
     sidecars: Option<SidecarSetCache>,
     synced: Arc<AtomicBool>,
 }
 
-fn watch<K>(client: &Client) -> Store<K>
+impl std::ops::Deref for LiveCache {
+    type Target = LiveStores;
+    fn deref(&self) -> &LiveStores {
+        &self.0
+    }
+}
+
+/// A shared store of every `K` in the cluster, without managedFields.
+fn watch_all<K>(client: &Client) -> Shared<K>
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -122,45 +136,30 @@ where
         + Sync
         + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let stream = watcher(
-        Api::<K>::all(client.clone()),
-        watcher::Config::default().any_semantic(),
+    shared::watch(
+        Api::all(client.clone()),
+        (),
+        shared::strip_managed_fields,
+        |_, _| {},
     )
-    .default_backoff()
-    // managedFields are large and never read: keep the cache small.
-    .modify(|o| o.managed_fields_mut().clear());
-    let kind = K::kind(&());
-    tokio::spawn(async move {
-        // The watcher retries with backoff forever; errors are logged, the stream never ends.
-        reflector::reflector(writer, stream)
-            .for_each(|event| {
-                if let Err(e) = event {
-                    tracing::warn!(kind = %kind, error = %e, "watch failed; retrying");
-                }
-                futures::future::ready(())
-            })
-            .await;
-    });
-    reader
 }
 
 impl LiveCache {
     /// Starts the reflectors (SidecarSets and their ControllerRevisions in `sidecar_sets_in` when the pod
     /// webhook is served); [`Cluster::synced`] turns true once every store has its first list.
     pub fn start(client: Client, sidecar_sets_in: Option<&str>) -> Self {
-        let cache = Self {
-            namespaces: watch(&client),
-            pods: watch(&client),
-            claims: watch(&client),
+        let cache = Self(Arc::new(LiveStores {
+            namespaces: watch_all(&client),
+            pods: watch_all(&client),
+            claims: watch_all(&client),
             sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
             client,
             synced: Arc::new(AtomicBool::new(false)),
-        };
+        }));
         let (ns, pods, claims, synced) = (
-            cache.namespaces.clone(),
-            cache.pods.clone(),
-            cache.claims.clone(),
+            cache.namespaces.store().clone(),
+            cache.pods.store().clone(),
+            cache.claims.store().clone(),
             cache.synced.clone(),
         );
         tokio::spawn(async move {
@@ -175,9 +174,14 @@ impl LiveCache {
         cache
     }
 
-    /// Every Pod in the cache (the SidecarSet controller matches pods in all namespaces).
-    pub fn pods_all(&self) -> Vec<Arc<Pod>> {
-        self.pods.state()
+    /// The Pods (the SidecarSet controller matches pods in all namespaces).
+    pub fn pod_store(&self) -> &Shared<Pod> {
+        &self.pods
+    }
+
+    /// The Namespaces.
+    pub fn namespace_store(&self) -> &Shared<Namespace> {
+        &self.namespaces
     }
 
     /// The SidecarSet and ControllerRevision caches, when started (the pod webhook is served).
@@ -379,29 +383,31 @@ impl ClusterView for Cluster {
     fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
         match self {
             Self::Fixture(f) => f.namespace(name),
-            Self::Live(c) => c.namespaces.get(&reflector::ObjectRef::new(name)),
+            Self::Live(c) => c.namespaces.store().get(&reflector::ObjectRef::new(name)),
         }
     }
     fn pods_in(&self, namespace: &str) -> Vec<Arc<Pod>> {
         match self {
             Self::Fixture(f) => f.pods_in(namespace),
-            Self::Live(c) => in_namespace(&c.pods, namespace),
+            Self::Live(c) => in_namespace(c.pods.store(), namespace),
         }
     }
     fn persistent_volume_claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>> {
         match self {
             Self::Fixture(f) => f.persistent_volume_claims_in(namespace),
-            Self::Live(c) => in_namespace(&c.claims, namespace),
+            Self::Live(c) => in_namespace(c.claims.store(), namespace),
         }
     }
 }
 
-/// SidecarSets (in the candidate index the pod webhook reads) and the ControllerRevisions of the Kruise
-/// namespace that historical-revision injection restores from.
+/// SidecarSets (in the candidate index the pod webhook reads, beside the store the controller reads; both
+/// hold the same `Arc`s) and the ControllerRevisions of the Kruise namespace that historical-revision
+/// injection restores from.
 #[derive(Clone)]
 pub struct SidecarSetCache {
     index: Arc<std::sync::RwLock<SidecarSetIndex>>,
-    revisions: Store<ControllerRevision>,
+    sets: Shared<SidecarSet>,
+    revisions: Shared<ControllerRevision>,
     synced: Arc<AtomicBool>,
 }
 
@@ -409,71 +415,63 @@ impl SidecarSetCache {
     /// Watches every SidecarSet and the ControllerRevisions of `kruise_namespace`.
     pub fn start(client: &Client, kruise_namespace: &str) -> Self {
         let index = Arc::new(std::sync::RwLock::new(SidecarSetIndex::default()));
-        let index_synced = Arc::new(AtomicBool::new(false));
-        let (writer_index, writer_synced) = (index.clone(), index_synced.clone());
-        let sets = watcher(
+        let (index_synced, mut index_listed) = tokio::sync::watch::channel(false);
+        let writer_index = index.clone();
+        let sets = shared::watch(
             Api::<SidecarSet>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
-        )
-        .default_backoff();
-        tokio::spawn(async move {
-            // A relist builds a fresh index aside and swaps it in whole, so readers never see half a list.
-            let mut fresh: Option<SidecarSetIndex> = None;
-            futures::pin_mut!(sets);
-            while let Some(event) = sets.next().await {
-                let write = || writer_index.write().unwrap_or_else(|p| p.into_inner());
-                match event {
-                    Ok(watcher::Event::Init) => fresh = Some(SidecarSetIndex::default()),
-                    Ok(watcher::Event::InitApply(set)) => fresh
-                        .get_or_insert_with(Default::default)
-                        .upsert(Arc::new(set)),
-                    Ok(watcher::Event::InitDone) => {
-                        *write() = fresh.take().unwrap_or_default();
-                        writer_synced.store(true, Ordering::Release);
-                    }
-                    Ok(watcher::Event::Apply(set)) => write().upsert(Arc::new(set)),
-                    Ok(watcher::Event::Delete(set)) => {
-                        write().remove(kruise_webhooks::api::sidecarset::SidecarSet::name(&set))
-                    }
-                    Err(e) => {
-                        tracing::warn!(kind = "SidecarSet", error = %e, "watch failed; retrying")
+            (),
+            shared::strip_managed_fields,
+            move |change, store| {
+                let mut index = writer_index.write().unwrap_or_else(|p| p.into_inner());
+                match change {
+                    Change::Applied(set) => index.upsert(set.clone()),
+                    Change::Deleted(set) => index.remove(set.name()),
+                    // A relist: a fresh index from the new list, swapped in whole, so readers never see
+                    // half a list.
+                    Change::Relisted => {
+                        let mut fresh = SidecarSetIndex::default();
+                        for set in store.state() {
+                            fresh.upsert(set);
+                        }
+                        *index = fresh;
+                        index_synced.send_replace(true);
                     }
                 }
-            }
-        });
-        let (reader, writer) = reflector::store();
-        let api = Api::<ControllerRevision>::namespaced(client.clone(), kruise_namespace);
+            },
+        );
         // Every revision of the namespace, not only those labelled kruise.io/sidecarset-name: `revisionName`
         // injection reads any revision there by name, as OpenKruise's GET does (§4.4).
-        let config = watcher::Config::default().any_semantic();
-        let stream = watcher(api, config)
-            .default_backoff()
-            .modify(|o| o.managed_fields_mut().clear());
-        tokio::spawn(async move {
-            reflector::reflector(writer, stream)
-                .for_each(|event| {
-                    if let Err(e) = event {
-                        tracing::warn!(kind = "ControllerRevision", error = %e, "watch failed; retrying");
-                    }
-                    futures::future::ready(())
-                })
-                .await;
-        });
+        let revisions = shared::watch(
+            Api::<ControllerRevision>::namespaced(client.clone(), kruise_namespace),
+            (),
+            shared::strip_managed_fields,
+            |_, _| {},
+        );
         let synced = Arc::new(AtomicBool::new(false));
-        let (revisions, all_synced) = (reader.clone(), synced.clone());
+        let (revision_store, all_synced) = (revisions.store().clone(), synced.clone());
         tokio::spawn(async move {
-            let _ = revisions.wait_until_ready().await;
-            while !index_synced.load(Ordering::Acquire) {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+            let _ = futures::join!(revision_store.wait_until_ready(), async {
+                index_listed.wait_for(|listed| *listed).await.is_ok()
+            });
             all_synced.store(true, Ordering::Release);
             tracing::info!("SidecarSet caches synced");
         });
         Self {
             index,
-            revisions: reader,
+            sets,
+            revisions,
             synced,
         }
+    }
+
+    /// The SidecarSets, as the controller reads them.
+    pub fn set_store(&self) -> &Shared<SidecarSet> {
+        &self.sets
+    }
+
+    /// The ControllerRevisions of the Kruise namespace.
+    pub fn revision_store(&self) -> &Shared<ControllerRevision> {
+        &self.revisions
     }
 
     /// The index, read-locked (a writer that panicked leaves a usable index: every update is one upsert).
@@ -503,6 +501,7 @@ impl SidecarSetView for SidecarSetCache {
     }
     fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
         self.revisions
+            .store()
             .get(&reflector::ObjectRef::new(name).within(namespace))
     }
     fn controller_revisions(
@@ -511,6 +510,7 @@ impl SidecarSetView for SidecarSetCache {
         labels: &BTreeMap<String, String>,
     ) -> Vec<Arc<ControllerRevision>> {
         self.revisions
+            .store()
             .state()
             .into_iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))

@@ -1,15 +1,15 @@
 //! The leader-elected controllers behind the webhooks (spec/webhook-server.md §9): every replica serves
 //! admission, certificates and readiness; only the replica holding the Lease `kruise-system/kruise-manager`
-//! ([`leader`]) runs the controllers, today the SidecarSet controller ([`sidecarset`]).
+//! ([`leader`]) runs the controllers, today the SidecarSet controller ([`sidecarset`]). Every controller
+//! runs on [`runtime`]: kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
 //! and [`crate::Server::shutdown`] stops them. Standalone mode (`--objects`, standalone certificates) runs
 //! no controller and takes no Lease: there is no cluster to write to.
 
 pub mod leader;
+pub mod runtime;
 pub mod sidecarset;
-
-use std::sync::Arc;
 
 use kube::Client;
 use tokio::sync::watch;
@@ -20,12 +20,12 @@ use crate::cache::{LiveCache, SidecarSetCache};
 use crate::config::ServeConfig;
 use crate::metrics::Metrics;
 use leader::LeaderElector;
-use sidecarset::{LiveSource, LoopSettings, SidecarSetController};
+use sidecarset::{Inputs, SidecarSetController};
 
 /// The leader election and the controllers it gates.
 pub struct Controllers {
     leader: LeaderElector,
-    sidecar_sets: Option<SidecarSetController>,
+    sidecar_sets: Option<runtime::Running>,
 }
 
 impl Controllers {
@@ -55,12 +55,18 @@ impl Controllers {
                 .sidecar_set_cache()
                 .cloned()
                 .unwrap_or_else(|| SidecarSetCache::start(&client, &config.namespace));
+            let inputs = Inputs {
+                sidecar_sets: sets.set_store().clone(),
+                revisions: sets.revision_store().clone(),
+                pods: cache.pod_store().clone(),
+                namespaces: cache.namespace_store().clone(),
+            };
             SidecarSetController::start(
                 client.clone(),
-                Arc::new(LiveSource::new(cache.clone(), sets)),
+                inputs,
                 config.namespace.clone(),
                 leader.is_leader(),
-                LoopSettings::default(),
+                runtime::Settings::default(),
             )
         });
         Self {

@@ -10,9 +10,15 @@ use kube::client::Body;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kruise_webhook::cache::shared::Publisher;
+use kruise_webhook::controller::runtime::{Running, Settings};
 use kruise_webhook::controller::sidecarset::{
-    LoopSettings, Reconciled, SidecarSetController, Snapshot, reconcile,
+    Inputs, Reconciled, SidecarSetController, Snapshot, reconcile,
 };
+use kruise_webhooks::api::sidecarset::SidecarSet;
+use kube::runtime::watcher::Event;
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 type Send = tower_test::mock::SendResponse<Response<Body>>;
@@ -364,31 +370,83 @@ async fn an_existing_revision_with_the_same_data_is_adopted() {
     assert_eq!(done.revision_writes, 0);
 }
 
-/// The controller loop over [`set_json`] without revisions, leading or not as `leading` says.
-fn start_loop(leading: bool) -> (watch::Sender<bool>, SidecarSetController, Handle) {
+/// The shared stores of a [`Snapshot`], listed, as the cache's watches fill them, and their publishers
+/// (kept: through them the test brings watch events; a store whose publisher is gone ends its feed).
+struct Stores {
+    inputs: Inputs,
+    sets: Publisher<SidecarSet>,
+    revisions: Publisher<ControllerRevision>,
+    pods: Publisher<Pod>,
+    namespaces: Publisher<Namespace>,
+}
+
+fn namespace(name: &str, labels: Value) -> Namespace {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap()
+}
+
+fn owned<K: Clone>(objects: &[Arc<K>]) -> Vec<K> {
+    objects.iter().map(|o| (**o).clone()).collect()
+}
+
+fn stores(source: &Snapshot) -> Stores {
+    let (sets, sidecar_sets) = Publisher::listed((), owned(&source.sidecar_sets));
+    let (revisions, revision_store) = Publisher::listed((), owned(&source.revisions));
+    let (pods, pod_store) = Publisher::listed((), owned(&source.pods));
+    let (namespaces, namespace_store) = Publisher::listed(
+        (),
+        source
+            .namespaces
+            .iter()
+            .map(|(name, labels)| namespace(name, json!(labels))),
+    );
+    Stores {
+        inputs: Inputs {
+            sidecar_sets,
+            revisions: revision_store,
+            pods: pod_store,
+            namespaces: namespace_store,
+        },
+        sets,
+        revisions,
+        pods,
+        namespaces,
+    }
+}
+
+/// The controller over `source`, leading or not as `leading` says.
+fn start_with(source: &Snapshot, leading: bool) -> (watch::Sender<bool>, Running, Handle, Stores) {
     let (client, handle) = mock();
-    let source = snapshot(set_json(json!(null)), vec![]);
+    let stores = stores(source);
     let (leader, leader_rx) = watch::channel(leading);
     let controller = SidecarSetController::start(
         client,
-        Arc::new(source),
+        stores.inputs.clone(),
         "kruise-system".into(),
         leader_rx,
-        LoopSettings::default(),
+        Settings::default(),
     );
-    (leader, controller, handle)
+    (leader, controller, handle, stores)
+}
+
+/// The controller over [`set_json`] without revisions, leading or not as `leading` says.
+fn start_loop(leading: bool) -> (watch::Sender<bool>, Running, Handle, Stores) {
+    start_with(&snapshot(set_json(json!(null)), vec![]), leading)
+}
+
+/// Asserts the apiserver is not called for 300 s (paused clock).
+async fn no_call(handle: &mut Handle, why: &str) {
+    if let Ok(Some((request, _))) =
+        tokio::time::timeout(Duration::from_secs(300), handle.next_request()).await
+    {
+        panic!("{why}: {} {}", request.method(), request.uri().path());
+    }
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_loop_reconciles_only_while_leading() {
-    let (leader, controller, mut handle) = start_loop(false);
+    let (leader, controller, mut handle, _stores) = start_loop(false);
     // Not leading: nothing for a while.
-    assert!(
-        tokio::time::timeout(Duration::from_secs(300), handle.next_request())
-            .await
-            .is_err(),
-        "no call while not leading"
-    );
+    no_call(&mut handle, "no call while not leading").await;
     leader.send_replace(true);
     expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
     let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
@@ -424,7 +482,7 @@ async fn the_loop_reconciles_only_while_leading() {
 async fn losing_leadership_abandons_a_reconcile_in_flight() {
     // webhook-server.md §9: controllers run on the leader only. A reconcile stuck on a slow apiserver when
     // the Lease is lost must not go on writing after another replica took over.
-    let (leader, controller, mut handle) = start_loop(true);
+    let (leader, controller, mut handle, _stores) = start_loop(true);
     let stuck = expect(&mut handle, Method::POST, REVISIONS).await;
     leader.send_replace(false);
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -432,11 +490,143 @@ async fn losing_leadership_abandons_a_reconcile_in_flight() {
     let mut created = stuck.body.clone();
     created["metadata"]["resourceVersion"] = json!("51");
     respond(stuck.send, StatusCode::CREATED, &created);
-    assert!(
-        tokio::time::timeout(Duration::from_secs(300), handle.next_request())
-            .await
-            .is_err(),
-        "no call after leadership was lost"
+    no_call(&mut handle, "no call after leadership was lost").await;
+    controller.stop().await;
+}
+
+/// Leads over sidecarset1 with its revision and status written (as the watches bring them back after the
+/// first reconcile): nothing left to write until something changes.
+async fn start_settled(
+    namespace_selector: Option<Value>,
+) -> (watch::Sender<bool>, Running, Handle, Stores) {
+    let mut set = set_json(up_to_date_status(NAME_0, 0));
+    if let Some(selector) = namespace_selector {
+        set["spec"]["namespaceSelector"] = selector;
+        set["status"]["matchedPods"] = json!(0);
+        set["status"]["updatedPods"] = json!(0);
+        set["status"]["readyPods"] = json!(0);
+        set["status"]["updatedReadyPods"] = json!(0);
+    }
+    let source = snapshot(set, vec![stored_revision(NAME_0, DATA)]);
+    let (leader, controller, mut handle, stores) = start_with(&source, true);
+    no_call(&mut handle, "everything is up to date").await;
+    (leader, controller, handle, stores)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_pod_change_reconciles_the_sidecarset_that_injected_it() {
+    let (_leader, controller, mut handle, mut stores) = start_settled(None).await;
+    // The kubelet reports the pod unready: readyPods drops.
+    let mut pod = pod_json("web-1");
+    pod["metadata"]["resourceVersion"] = json!("8");
+    pod["status"]["conditions"][0]["status"] = json!("False");
+    stores
+        .pods
+        .apply(Event::Apply(serde_json::from_value(pod).unwrap()));
+    let mut status = up_to_date_status(NAME_0, 0);
+    status["readyPods"] = json!(0);
+    status["updatedReadyPods"] = json!(0);
+    let send = expect_status(&mut handle, "100", status.clone()).await;
+    let mut written = set_json(status);
+    written["metadata"]["resourceVersion"] = json!("101");
+    respond(send, StatusCode::OK, &written.clone());
+    // The write comes back through the SidecarSet watch: that reconcile has nothing to do.
+    stores
+        .sets
+        .apply(Event::Apply(serde_json::from_value(written).unwrap()));
+    no_call(&mut handle, "the status is current").await;
+    // The pod goes away: matchedPods drops.
+    stores.pods.apply(Event::Delete(
+        serde_json::from_value(pod_json("web-1")).unwrap(),
+    ));
+    let empty = json!({"observedGeneration": 2, "matchedPods": 0, "updatedPods": 0, "readyPods": 0,
+        "updatedReadyPods": 0, "latestRevision": NAME_0, "collisionCount": 0});
+    let send = expect_status(&mut handle, "101", empty.clone()).await;
+    respond(send, StatusCode::OK, &set_json(empty));
+    controller.stop().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_pod_of_another_sidecarset_triggers_nothing() {
+    let (_leader, controller, mut handle, mut stores) = start_settled(None).await;
+    let mut pod = pod_json("other-1");
+    pod["metadata"]["annotations"]["kruise.io/sidecarset-injected-list"] = json!("sidecarset2");
+    pod["status"]["conditions"][0]["status"] = json!("False");
+    stores
+        .pods
+        .apply(Event::Apply(serde_json::from_value(pod).unwrap()));
+    no_call(
+        &mut handle,
+        "sidecarset2 does not exist and sidecarset1 did not inject the pod",
+    )
+    .await;
+    controller.stop().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_namespace_label_change_reconciles_sidecarsets_with_a_namespace_selector() {
+    let selector = json!({"matchLabels": {"mesh": "on"}});
+    let (_leader, controller, mut handle, mut stores) = start_settled(Some(selector)).await;
+    stores
+        .namespaces
+        .apply(Event::Apply(namespace("default", json!({"mesh": "on"}))));
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(
+        send,
+        StatusCode::OK,
+        &set_json(up_to_date_status(NAME_0, 0)),
+    );
+    controller.stop().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_deleted_revision_is_created_again() {
+    let (_leader, controller, mut handle, mut stores) = start_settled(None).await;
+    let revision: ControllerRevision =
+        serde_json::from_value(stored_revision(NAME_0, DATA)).unwrap();
+    stores.revisions.apply(Event::Delete(revision));
+    expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
+    controller.stop().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn nothing_is_reconciled_before_the_caches_are_listed() {
+    let (client, mut handle) = mock();
+    let (mut sets, sidecar_sets) = Publisher::<SidecarSet>::new(());
+    let (_revisions, revision_store) = Publisher::listed((), Vec::<ControllerRevision>::new());
+    let (mut pods, pod_store) = Publisher::<Pod>::new(());
+    let (_namespaces, namespace_store) = Publisher::listed((), [namespace("default", json!({}))]);
+    let inputs = Inputs {
+        sidecar_sets,
+        revisions: revision_store,
+        pods: pod_store,
+        namespaces: namespace_store,
+    };
+    let (_leader, leader_rx) = watch::channel(true);
+    let controller = SidecarSetController::start(
+        client,
+        inputs,
+        "kruise-system".into(),
+        leader_rx,
+        Settings::default(),
+    );
+    sets.apply(Event::Init);
+    sets.apply(Event::InitApply(
+        serde_json::from_value(set_json(json!(null))).unwrap(),
+    ));
+    sets.apply(Event::InitDone);
+    no_call(&mut handle, "the pods are not listed yet").await;
+    pods.apply(Event::Init);
+    pods.apply(Event::InitApply(
+        serde_json::from_value(pod_json("web-1")).unwrap(),
+    ));
+    pods.apply(Event::InitDone);
+    expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
+    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(
+        send,
+        StatusCode::OK,
+        &set_json(up_to_date_status(NAME_0, 0)),
     );
     controller.stop().await;
 }

@@ -74,11 +74,16 @@ pub fn default_identity() -> String {
     format!("{host}_{}", random_uuid())
 }
 
-/// `period` stretched by a random factor in [1, 1 + 1.2) (`wait.Jitter`).
-fn jittered(period: Duration) -> Duration {
+/// `period` stretched by a random factor in [1, 1 + `factor`) (`wait.Jitter`).
+pub(crate) fn jitter(period: Duration, factor: f64) -> Duration {
     // The top 53 bits as a uniform draw from [0, 1).
     let unit = (random_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    period.mul_f64(1.0 + unit * JITTER_FACTOR)
+    period.mul_f64(1.0 + unit * factor)
+}
+
+/// The candidate's retry period, jittered as client-go's.
+fn jittered(period: Duration) -> Duration {
+    jitter(period, JITTER_FACTOR)
 }
 
 /// Now, to the microsecond the Lease stores (so a re-read record compares equal to the one written).

@@ -16,48 +16,47 @@
 //!    cached object is what is retried; unlike it, `observedGeneration` stays the generation that status was
 //!    computed from (OpenKruise writes the re-read object's generation).
 //!
-//! The loop ([`SidecarSetController`]) polls the caches every 2 s and reconciles a SidecarSet when what
-//! it depends on changed (its resourceVersion, its revisions, the resourceVersions of the pods injected by
-//! it), when its last reconcile failed and the backoff elapsed (1 s doubling to 5 min), and at least every
-//! 60 s (namespace label changes are only seen then). Errors are logged and retried; a panic restarts the
-//! loop. It works only while the leader watch says so, and only once the caches have synced.
+//! [`SidecarSetController`] runs on the [controller runtime](super::runtime) while this replica leads, over
+//! the stores the pod webhook reads ([`Inputs`]). A SidecarSet is reconciled when it changes; when a pod
+//! it injected (named in the pod's `kruise.io/sidecarset-injected-list`) is created, changes or goes; when
+//! one of its ControllerRevisions changes; and, if it has a `namespaceSelector`, when any Namespace
+//! changes (its labels may now select or drop pods). Every SidecarSet once when leadership starts, after
+//! a relist, and 30 minutes after its last reconcile if nothing triggered it before. Requests coalesce,
+//! 3 reconciles run at once, failures are retried with backoff (1 s doubling to 5 min). OpenKruise reacts
+//! to a SidecarSet update only when its generation changed and to a pod update only when certain fields
+//! flipped (§9); reconciling on every change is a superset of that, and writes nothing when nothing differs.
 //!
 //! Not done yet: in-place sidecar upgrade of running pods (§9 "In-place update": hot-upgrade flips, the
 //! `SidecarSetUpgradable` pod condition, `NotUpgradablePods` events), update expectations.
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
-use kruise_webhooks::ClusterView;
 use kruise_webhooks::api::sidecarset::{CUSTOM_VERSION_LABEL, SIDECARSET_NAME_LABEL, SidecarSet};
 use kruise_webhooks::sidecarset::inject::INJECTED_LIST_ANNOTATION;
 use kruise_webhooks::sidecarset::status::{self, NewRevision, RevisionOp};
-use kruise_webhooks::view::SidecarSetView;
 
-use crate::cache::{Cluster, LiveCache, SidecarSetCache};
+use super::runtime::{self, Reconciler, Running, Settings, Triggers};
+use crate::cache::shared::Shared;
 
 /// Status writes per reconcile: the first and two retries after a conflict.
 const STATUS_ATTEMPTS: usize = 3;
 /// Names tried for one new revision before giving up (each collision raises the count by one).
 const MAX_COLLISIONS: usize = 10;
 
-/// What the controller reads: informer caches in a cluster, a [`Snapshot`] in tests.
+/// What a reconcile reads: the shared stores in a cluster ([`Inputs`]), a [`Snapshot`] in tests.
 pub trait SidecarSetSource: Send + Sync {
-    /// True once every cache has its first list.
-    fn synced(&self) -> bool;
-    /// Every SidecarSet.
-    fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>>;
     /// The ControllerRevisions of `namespace` labelled with the SidecarSet's name.
     fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<ControllerRevision>>;
     /// Every Pod.
@@ -66,48 +65,42 @@ pub trait SidecarSetSource: Send + Sync {
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
 }
 
-/// The informer caches of the server (pods and namespaces of [`LiveCache`], SidecarSets and revisions of a
-/// [`SidecarSetCache`]).
+/// The stores the controller reads and is triggered by (those of the pod webhook, [`crate::cache`]).
 #[derive(Clone)]
-pub struct LiveSource {
-    cluster: Cluster,
-    cache: LiveCache,
-    sets: SidecarSetCache,
+pub struct Inputs {
+    /// SidecarSets.
+    pub sidecar_sets: Shared<SidecarSet>,
+    /// ControllerRevisions of the Kruise namespace.
+    pub revisions: Shared<ControllerRevision>,
+    /// Pods.
+    pub pods: Shared<Pod>,
+    /// Namespaces.
+    pub namespaces: Shared<Namespace>,
 }
 
-impl LiveSource {
-    /// Reads pods and namespaces from `cache`, SidecarSets and revisions from `sets`.
-    pub fn new(cache: LiveCache, sets: SidecarSetCache) -> Self {
-        Self {
-            cluster: Cluster::Live(cache.clone()),
-            cache,
-            sets,
-        }
-    }
-}
-
-impl SidecarSetSource for LiveSource {
-    fn synced(&self) -> bool {
-        self.cluster.synced() && self.sets.synced()
-    }
-    fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
-        self.sets.sidecar_sets()
-    }
+impl SidecarSetSource for Inputs {
     fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<ControllerRevision>> {
-        let labels = BTreeMap::from([(SIDECARSET_NAME_LABEL.to_owned(), set_name.to_owned())]);
-        self.sets.controller_revisions(namespace, &labels)
+        self.revisions.store().state_filter(|r| {
+            r.metadata.namespace.as_deref() == Some(namespace)
+                && r.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(SIDECARSET_NAME_LABEL))
+                    .is_some_and(|n| n == set_name)
+        })
     }
     fn pods(&self) -> Vec<Arc<Pod>> {
-        self.cache.pods_all()
+        self.pods.store().state()
     }
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
-        self.cluster
-            .namespace(name)
+        self.namespaces
+            .store()
+            .get(&ObjectRef::new(name))
             .map(|ns| ns.metadata.labels.clone().unwrap_or_default())
     }
 }
 
-/// Cluster state held in memory (tests; always synced).
+/// Cluster state held in memory (tests).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// SidecarSets.
@@ -121,12 +114,6 @@ pub struct Snapshot {
 }
 
 impl SidecarSetSource for Snapshot {
-    fn synced(&self) -> bool {
-        true
-    }
-    fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
-        self.sidecar_sets.clone()
-    }
     fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<ControllerRevision>> {
         self.revisions
             .iter()
@@ -435,250 +422,98 @@ pub async fn reconcile(
     })
 }
 
-/// Timing of the controller loop.
-#[derive(Debug, Clone, Copy)]
-pub struct LoopSettings {
-    /// How often the caches are checked for changes (the debounce).
-    pub poll: Duration,
-    /// Every SidecarSet is reconciled at least this often.
-    pub resync: Duration,
-    /// First retry delay after a failure; doubles per failure.
-    pub min_backoff: Duration,
-    /// Longest retry delay.
-    pub max_backoff: Duration,
-    /// Longest time one reconcile may take.
-    pub reconcile_timeout: Duration,
-}
-
-impl Default for LoopSettings {
-    fn default() -> Self {
-        Self {
-            poll: Duration::from_secs(2),
-            resync: Duration::from_secs(60),
-            min_backoff: Duration::from_secs(1),
-            max_backoff: Duration::from_secs(300),
-            reconcile_timeout: Duration::from_secs(60),
-        }
-    }
-}
-
-/// Per-SidecarSet bookkeeping of the loop.
-#[derive(Debug, Default)]
-struct SetState {
-    /// Inputs at the last successful reconcile.
-    fingerprint: Option<u64>,
-    /// When it last succeeded.
-    last_ok: Option<Instant>,
-    /// Failures in a row.
-    failures: u32,
-    /// When to retry after a failure.
-    retry_at: Option<Instant>,
-}
-
-fn hash_of(parts: impl Hash) -> u64 {
-    let mut h = DefaultHasher::new();
-    parts.hash(&mut h);
-    h.finish()
-}
-
-/// What each SidecarSet's reconcile depends on, as one number per SidecarSet: its own resourceVersion, its
-/// revisions' and the pods' it injected (summed, so cache order does not matter).
-fn fingerprints(
-    source: &dyn SidecarSetSource,
-    sets: &[Arc<SidecarSet>],
-    namespace: &str,
-) -> HashMap<String, u64> {
-    let mut out: HashMap<String, u64> = sets
-        .iter()
-        .map(|s| {
-            let revisions = source
-                .revisions(namespace, s.name())
-                .iter()
-                .map(|r| hash_of((&r.metadata.name, &r.metadata.resource_version)))
-                .fold(0u64, u64::wrapping_add);
-            let own = hash_of((&s.metadata.uid, &s.metadata.resource_version));
-            (s.name().to_owned(), own.wrapping_add(revisions))
-        })
-        .collect();
-    for pod in source.pods() {
-        let Some(list) = pod
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(INJECTED_LIST_ANNOTATION))
-        else {
-            continue;
-        };
-        let h = hash_of((
-            &pod.metadata.namespace,
-            &pod.metadata.name,
-            &pod.metadata.resource_version,
-        ));
-        for name in list.split(',') {
-            if let Some(v) = out.get_mut(name) {
-                *v = v.wrapping_add(h);
-            }
-        }
-    }
-    out
-}
-
-/// Sleeps for `period`, or less when `stop` or `leader` changes; true when stopping.
-async fn wait(
-    period: Duration,
-    stop: &mut watch::Receiver<bool>,
-    leader: &mut watch::Receiver<bool>,
-) -> bool {
-    tokio::select! {
-        () = tokio::time::sleep(period) => {}
-        r = stop.changed() => if r.is_err() { return true },
-        r = leader.changed(), if leader.has_changed().is_ok() => { let _ = r; }
-    }
-    *stop.borrow()
-}
-
-/// Resolves when `leader` turns false (never when the elector is gone: shutdown comes through `stop`).
-async fn leadership_lost(leader: &mut watch::Receiver<bool>) {
-    if leader.wait_for(|leading| !*leading).await.is_err() {
-        std::future::pending::<()>().await;
-    }
-}
-
-async fn run(
-    client: Client,
-    source: Arc<dyn SidecarSetSource>,
-    namespace: String,
-    mut leader: watch::Receiver<bool>,
-    mut stop: watch::Receiver<bool>,
-    settings: LoopSettings,
-) {
-    let mut states: BTreeMap<String, SetState> = BTreeMap::new();
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        if !*leader.borrow_and_update() {
-            // Not leading: forget everything, so the next leadership reconciles every SidecarSet.
-            states.clear();
-            if wait(settings.resync, &mut stop, &mut leader).await {
-                return;
-            }
-            continue;
-        }
-        if source.synced() {
-            let mut sets = source.sidecar_sets();
-            sets.sort_by(|a, b| a.name().cmp(b.name()));
-            let prints = fingerprints(&*source, &sets, &namespace);
-            states.retain(|name, _| prints.contains_key(name));
-            for set in &sets {
-                if *stop.borrow() || !*leader.borrow() {
-                    break;
-                }
-                let now = Instant::now();
-                let print = prints.get(set.name()).copied().unwrap_or_default();
-                let state = states.entry(set.name().to_owned()).or_default();
-                let due = match state.retry_at {
-                    Some(at) => now >= at,
-                    None => {
-                        state.fingerprint != Some(print)
-                            || state.last_ok.is_none_or(|t| now >= t + settings.resync)
-                    }
-                };
-                if !due {
-                    continue;
-                }
-                let outcome = tokio::select! {
-                    r = tokio::time::timeout(settings.reconcile_timeout, reconcile(&client, &*source, set, &namespace)) => r,
-                    _ = stop.changed() => return,
-                    () = leadership_lost(&mut leader) => {
-                        tracing::warn!(sidecar_set = set.name(), "leadership lost: reconcile abandoned");
-                        break;
-                    }
-                };
-                let error = match outcome {
-                    Ok(Ok(done)) => {
-                        tracing::debug!(sidecar_set = set.name(), latest = %done.latest_revision,
-                            revision_writes = done.revision_writes, status_written = done.status_written, "reconciled");
-                        *state = SetState {
-                            fingerprint: Some(print),
-                            last_ok: Some(now),
-                            failures: 0,
-                            retry_at: None,
-                        };
-                        continue;
-                    }
-                    Ok(Err(e)) => e.to_string(),
-                    Err(_) => format!("timed out after {}s", settings.reconcile_timeout.as_secs()),
-                };
-                state.failures = state.failures.saturating_add(1);
-                let delay = settings
-                    .min_backoff
-                    .saturating_mul(1 << state.failures.min(16).saturating_sub(1))
-                    .min(settings.max_backoff);
-                state.retry_at = Some(now + delay);
-                tracing::warn!(sidecar_set = set.name(), error = %error, failures = state.failures,
-                    retry_in_s = delay.as_secs_f64(), "reconciling SidecarSet failed");
-            }
-        }
-        if wait(settings.poll, &mut stop, &mut leader).await {
-            return;
-        }
-    }
-}
-
-/// The running SidecarSet controller.
+/// The SidecarSet controller ([`super::runtime::Reconciler`]): what it reads and writes with.
 pub struct SidecarSetController {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    client: Client,
+    inputs: Inputs,
+    kruise_namespace: String,
 }
 
 impl SidecarSetController {
-    /// Starts the loop; it reconciles only while `leader` is true. `kruise_namespace` holds the revisions.
+    /// Starts the controller on `inputs`; it reconciles only while `leader` is true. `kruise_namespace`
+    /// holds the revisions.
     pub fn start(
         client: Client,
-        source: Arc<dyn SidecarSetSource>,
+        inputs: Inputs,
         kruise_namespace: String,
         leader: watch::Receiver<bool>,
-        settings: LoopSettings,
-    ) -> Self {
-        let (stop, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(async move {
-            loop {
-                let attempt = tokio::spawn(run(
-                    client.clone(),
-                    source.clone(),
-                    kruise_namespace.clone(),
-                    leader.clone(),
-                    stop_rx.clone(),
-                    settings,
-                ));
-                match attempt.await {
-                    Ok(()) => return,
-                    Err(e) => {
-                        tracing::error!(error = %e, "the SidecarSet controller loop died; restarting it");
-                        let mut stop = stop_rx.clone();
-                        tokio::select! {
-                            () = tokio::time::sleep(Duration::from_secs(5)) => {}
-                            _ = stop.changed() => {}
-                        }
-                        if *stop.borrow() {
-                            return;
-                        }
-                    }
-                }
-            }
+        settings: Settings,
+    ) -> Running {
+        let controller = Arc::new(Self {
+            client,
+            inputs,
+            kruise_namespace,
         });
-        Self { stop, task }
+        runtime::start(controller, leader, settings)
+    }
+}
+
+/// The SidecarSets a pod's `kruise.io/sidecarset-injected-list` names.
+fn injected_by(pod: &Pod) -> Vec<ObjectRef<SidecarSet>> {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(INJECTED_LIST_ANNOTATION))
+        .map(|list| {
+            list.split(',')
+                .filter(|n| !n.is_empty())
+                .map(ObjectRef::new)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Reconciler for SidecarSetController {
+    type Object = SidecarSet;
+    type Error = ReconcileError;
+
+    fn synced(&self) -> BoxFuture<'static, ()> {
+        let i = &self.inputs;
+        let waits = (
+            i.sidecar_sets.ready(),
+            i.revisions.ready(),
+            i.pods.ready(),
+            i.namespaces.ready(),
+        );
+        async move {
+            futures::join!(waits.0, waits.1, waits.2, waits.3);
+        }
+        .boxed()
     }
 
-    /// Stops the loop (an in-flight reconcile is abandoned).
-    pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        if tokio::time::timeout(Duration::from_secs(5), self.task)
-            .await
-            .is_err()
-        {
-            tracing::warn!("the SidecarSet controller did not stop within 5 s");
+    fn triggers(&self) -> Triggers<SidecarSet> {
+        let sets = self.inputs.sidecar_sets.store().clone();
+        Triggers::new(&self.inputs.sidecar_sets)
+            .watches(&self.inputs.pods, injected_by)
+            .watches(&self.inputs.revisions, |r: &ControllerRevision| {
+                r.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(SIDECARSET_NAME_LABEL))
+                    .map(|name| ObjectRef::new(name))
+                    .into_iter()
+                    .collect()
+            })
+            // A Namespace's labels decide which pods a namespaceSelector selects.
+            .watches(&self.inputs.namespaces, move |_: &Namespace| {
+                sets.state()
+                    .iter()
+                    .filter(|s| s.spec.namespace_selector.is_some())
+                    .map(|s| ObjectRef::from_obj(&**s))
+                    .collect()
+            })
+    }
+
+    fn reconcile(
+        self: Arc<Self>,
+        set: Arc<SidecarSet>,
+    ) -> BoxFuture<'static, Result<Option<Duration>, ReconcileError>> {
+        async move {
+            let done = reconcile(&self.client, &self.inputs, &set, &self.kruise_namespace).await?;
+            tracing::debug!(sidecar_set = set.name(), latest = %done.latest_revision,
+                revision_writes = done.revision_writes, status_written = done.status_written, "reconciled");
+            Ok(None)
         }
+        .boxed()
     }
 }

@@ -1,0 +1,229 @@
+//! A reflector store the webhooks and the controllers share, with a feed of its changes: the webhooks read
+//! the [`Store`], the controllers are driven by the feed (STYLE §2: events, not polls).
+//!
+//! One watch per kind fills a store ([`watch`]); what no one reads is stripped before an object enters it.
+//! Each change is published after the store has it: [`Change::Applied`] with the store's own `Arc` (no
+//! copy), [`Change::Deleted`] with the last state, [`Change::Relisted`] when a relist replaced the store
+//! whole (objects may have come and gone without an event). Subscribers that fall more than [`FEED_CAPACITY`]
+//! changes behind get a `Relisted` in place of what they missed, so "everything may have changed" is the
+//! one answer to both. Publishing never waits for a subscriber and costs nothing without one (no
+//! controller runs on a replica that does not lead), so a slow controller never holds back the webhooks'
+//! view.
+//!
+//! kube-runtime's own shared stores (`store_shared`, behind `unstable-runtime-subscribe`) were not used:
+//! they publish no deletions, and their writer waits for the slowest subscriber.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use kube::Resource;
+use kube::api::Api;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{Lookup, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
+
+/// Changes a subscriber may fall behind by before it is told to start over ([`Change::Relisted`]).
+pub const FEED_CAPACITY: usize = 1024;
+
+/// One change of a shared store.
+pub enum Change<K> {
+    /// An object was created or updated (the store's copy).
+    Applied(Arc<K>),
+    /// An object was deleted (its last state).
+    Deleted(Arc<K>),
+    /// The store was replaced by a relist, or the subscriber missed changes: anything may have changed.
+    Relisted,
+}
+
+impl<K> Clone for Change<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Applied(o) => Self::Applied(o.clone()),
+            Self::Deleted(o) => Self::Deleted(o.clone()),
+            Self::Relisted => Self::Relisted,
+        }
+    }
+}
+
+impl<K> Change<K> {
+    /// The object changed, when one did.
+    pub fn object(&self) -> Option<&Arc<K>> {
+        match self {
+            Self::Applied(o) | Self::Deleted(o) => Some(o),
+            Self::Relisted => None,
+        }
+    }
+}
+
+/// A store and the feed of its changes (cheap to clone).
+pub struct Shared<K>
+where
+    K: Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    store: Store<K>,
+    feed: broadcast::Sender<Change<K>>,
+}
+
+impl<K> Clone for Shared<K>
+where
+    K: Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            feed: self.feed.clone(),
+        }
+    }
+}
+
+impl<K> Shared<K>
+where
+    K: Lookup + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    /// The store.
+    pub fn store(&self) -> &Store<K> {
+        &self.store
+    }
+
+    /// Resolves once the store has its first list.
+    pub fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
+        let store = self.store.clone();
+        // An error means the writer is gone: nothing will ever be listed, and the caller's other waits
+        // (leadership, stop) decide.
+        async move {
+            if store.wait_until_ready().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// The changes from now on (a lagging subscriber gets [`Change::Relisted`] for what it missed). Ends
+    /// when the store's [`Publisher`] is gone.
+    pub fn changes(&self) -> impl Stream<Item = Change<K>> + Send + 'static {
+        futures::stream::unfold(self.feed.subscribe(), |mut feed| async move {
+            match feed.recv().await {
+                Ok(change) => Some((change, feed)),
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(missed, "a store subscriber fell behind: starting over");
+                    Some((Change::Relisted, feed))
+                }
+                Err(broadcast::error::RecvError::Closed) => None,
+            }
+        })
+    }
+}
+
+/// The writing side of a [`Shared`] store: applies watcher events, then publishes the change.
+pub struct Publisher<K>
+where
+    K: Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    writer: Writer<K>,
+    reader: Store<K>,
+    feed: broadcast::Sender<Change<K>>,
+    dyntype: K::DynamicType,
+}
+
+impl<K> Publisher<K>
+where
+    K: Lookup + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    /// An empty store (not ready until its first [`watcher::Event::InitDone`]) and its publisher.
+    pub fn new(dyntype: K::DynamicType) -> (Self, Shared<K>) {
+        let writer = Writer::new(dyntype.clone());
+        let reader = writer.as_reader();
+        let (feed, _) = broadcast::channel(FEED_CAPACITY);
+        let shared = Shared {
+            store: reader.clone(),
+            feed: feed.clone(),
+        };
+        let publisher = Self {
+            writer,
+            reader,
+            feed,
+            dyntype,
+        };
+        (publisher, shared)
+    }
+
+    /// A store holding `objects`, ready (a first list done), and its publisher.
+    pub fn listed(
+        dyntype: K::DynamicType,
+        objects: impl IntoIterator<Item = K>,
+    ) -> (Self, Shared<K>) {
+        let (mut publisher, shared) = Self::new(dyntype);
+        publisher.apply(watcher::Event::Init);
+        for object in objects {
+            publisher.apply(watcher::Event::InitApply(object));
+        }
+        publisher.apply(watcher::Event::InitDone);
+        (publisher, shared)
+    }
+
+    /// Applies `event` to the store; returns the change it made, which subscribers also get.
+    pub fn apply(&mut self, event: watcher::Event<K>) -> Option<Change<K>> {
+        self.writer.apply_watcher_event(&event);
+        let change = match event {
+            watcher::Event::Apply(object) => {
+                let key = ObjectRef::from_obj_with(&object, self.dyntype.clone());
+                Change::Applied(self.reader.get(&key).unwrap_or_else(|| Arc::new(object)))
+            }
+            watcher::Event::Delete(object) => Change::Deleted(Arc::new(object)),
+            watcher::Event::InitDone => Change::Relisted,
+            watcher::Event::Init | watcher::Event::InitApply(_) => return None,
+        };
+        if self.feed.receiver_count() > 0 {
+            // No receiver left in between is fine: the change is simply not needed.
+            let _ = self.feed.send(change.clone());
+        }
+        Some(change)
+    }
+}
+
+/// Watches every `K` that `api` reaches into a shared store: `strip` removes what no webhook or controller
+/// reads before an object enters it, `on_change` runs after each change reached the store (an index kept
+/// beside it). Watch errors are logged and retried with backoff, forever.
+pub fn watch<K>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+    strip: fn(&mut K),
+    mut on_change: impl FnMut(&Change<K>, &Store<K>) + Send + 'static,
+) -> Shared<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    let (mut publisher, shared) = Publisher::new(dyntype.clone());
+    let kind = K::kind(&dyntype).into_owned();
+    let events = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(strip);
+    tokio::spawn(async move {
+        futures::pin_mut!(events);
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    if let Some(change) = publisher.apply(event) {
+                        on_change(&change, &publisher.reader);
+                    }
+                }
+                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
+            }
+        }
+    });
+    shared
+}
+
+/// `strip` for kinds whose every field may be read: managedFields only (large, never read).
+pub fn strip_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}

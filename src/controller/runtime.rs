@@ -1,0 +1,353 @@
+//! The runtime every controller runs on: kube-runtime's [`Controller`] over the stores the webhooks share
+//! ([`crate::cache::shared`]), gated by leadership (STYLE §2).
+//!
+//! A controller says what it reconciles and what triggers it ([`Reconciler::triggers`]: its own objects'
+//! changes, and changes of other kinds mapped to the objects they concern); kube-runtime's scheduler
+//! coalesces the requests (an object waiting is queued once, an object in reconcile is not reconciled
+//! twice at a time), runs up to [`Settings::concurrency`] reconciles at once and requeues. The runtime
+//! adds what every controller of this server needs:
+//! - it works only while this replica leads, and only once every cache the controller reads has synced
+//!   ([`Reconciler::synced`]); each time it starts leading it reconciles every object once;
+//! - losing leadership drops the controller, which aborts the reconciles in flight (kube-runtime spawns each
+//!   as a task cancelled on drop), so a replica that lost the Lease writes nothing more;
+//! - a failed reconcile (an error, or longer than [`Settings::reconcile_timeout`]) is retried after
+//!   [`Settings::min_backoff`] doubling per failure in a row up to [`Settings::max_backoff`]; a change of
+//!   the object or of what it depends on retries it at once;
+//! - a successful one is repeated after [`Settings::resync`] (jittered by up to 10 %) unless something
+//!   triggers it before: a safety net, never the way changes are found;
+//! - a relist of any watched store, or a trigger feed that fell behind, reconciles everything;
+//! - a panic restarts the controller after 5 s; stopping ([`Running::stop`]) abandons what is in flight.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use kube::Resource;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::{Lookup, ObjectRef, Store};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::cache::shared::{Change, Shared};
+
+/// Timing of a controller.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Reconciles running at once (OpenKruise's `--<controller>-workers`).
+    pub concurrency: u16,
+    /// First retry delay after a failure; doubles per failure in a row.
+    pub min_backoff: Duration,
+    /// Longest retry delay.
+    pub max_backoff: Duration,
+    /// Longest time one reconcile may take.
+    pub reconcile_timeout: Duration,
+    /// Every object is reconciled again this long after its last success, if nothing triggered it before.
+    pub resync: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            concurrency: 3,
+            min_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(300),
+            reconcile_timeout: Duration::from_secs(60),
+            resync: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// A controller: what it reconciles, what triggers it, and the reconcile itself.
+pub trait Reconciler: Send + Sync + 'static {
+    /// The kind reconciled.
+    type Object: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static;
+    /// Why a reconcile failed.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Resolves once every cache the reconcile reads has its first list.
+    fn synced(&self) -> BoxFuture<'static, ()>;
+
+    /// The objects and what triggers their reconcile; called each time this replica starts leading (the
+    /// feeds are subscribed to then).
+    fn triggers(&self) -> Triggers<Self::Object>;
+
+    /// Brings one object to its desired state. `Ok(Some(after))` asks for another reconcile after `after`
+    /// even if nothing changes (waiting on something that sends no event); `Ok(None)`: when something does.
+    ///
+    /// # Errors
+    /// Whatever kept it from finishing; it is retried with backoff.
+    fn reconcile(
+        self: Arc<Self>,
+        object: Arc<Self::Object>,
+    ) -> BoxFuture<'static, Result<Option<Duration>, Self::Error>>;
+}
+
+/// The objects a controller reconciles and the streams of requests to reconcile them.
+pub struct Triggers<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    store: Store<K>,
+    requests: Vec<BoxStream<'static, ObjectRef<K>>>,
+}
+
+/// Every object of `store`, as requests.
+fn all<K>(store: &Store<K>) -> Vec<ObjectRef<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store
+        .state()
+        .iter()
+        .map(|o| ObjectRef::from_obj(&**o))
+        .collect()
+}
+
+impl<K> Triggers<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    /// The objects of `objects`, each reconciled when it changes.
+    pub fn new(objects: &Shared<K>) -> Self {
+        let triggers = Self {
+            store: objects.store().clone(),
+            requests: Vec::new(),
+        };
+        triggers.watches(objects, |o: &K| vec![ObjectRef::from_obj(o)])
+    }
+
+    /// Also reconciles the objects `map` names when an object of `other` changes (created, updated or
+    /// deleted); a relist of `other` reconciles every object.
+    #[must_use]
+    pub fn watches<O>(
+        mut self,
+        other: &Shared<O>,
+        map: impl Fn(&O) -> Vec<ObjectRef<K>> + Send + Sync + 'static,
+    ) -> Self
+    where
+        O: Lookup + Clone + Send + Sync + 'static,
+        O::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+    {
+        let store = self.store.clone();
+        let requests = other.changes().flat_map(move |change: Change<O>| {
+            let refs = match change.object() {
+                Some(object) => map(object),
+                None => all(&store),
+            };
+            futures::stream::iter(refs)
+        });
+        self.requests.push(requests.boxed());
+        self
+    }
+}
+
+/// The kind `R` reconciles, for logs.
+fn kind<R: Reconciler>() -> String {
+    <R::Object as Resource>::kind(&()).into_owned()
+}
+
+/// Why the runtime counts a reconcile as failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure<E: std::error::Error + 'static> {
+    /// The reconcile returned an error.
+    #[error(transparent)]
+    Reconcile(E),
+    /// It took longer than [`Settings::reconcile_timeout`].
+    #[error("timed out after {}s", .0.as_secs())]
+    TimedOut(Duration),
+}
+
+/// What one leadership term's reconciles share: failures in a row per object, for the backoff.
+struct Term<R: Reconciler> {
+    reconciler: Arc<R>,
+    settings: Settings,
+    failures: Mutex<HashMap<ObjectRef<R::Object>, u32>>,
+}
+
+impl<R: Reconciler> Term<R> {
+    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<R::Object>, u32>> {
+        self.failures.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+async fn reconcile<R: Reconciler>(
+    object: Arc<R::Object>,
+    term: Arc<Term<R>>,
+) -> Result<Action, Failure<R::Error>> {
+    let key = ObjectRef::from_obj(&*object);
+    let settings = term.settings;
+    let run = term.reconciler.clone().reconcile(object);
+    match tokio::time::timeout(settings.reconcile_timeout, run).await {
+        Ok(Ok(after)) => {
+            term.failures().remove(&key);
+            let resync = crate::controller::leader::jitter(settings.resync, 0.1);
+            Ok(Action::requeue(after.map_or(resync, |a| a.min(resync))))
+        }
+        Ok(Err(e)) => Err(Failure::Reconcile(e)),
+        Err(_) => Err(Failure::TimedOut(settings.reconcile_timeout)),
+    }
+}
+
+fn error_policy<R: Reconciler>(
+    object: Arc<R::Object>,
+    error: &Failure<R::Error>,
+    term: Arc<Term<R>>,
+) -> Action {
+    let key = ObjectRef::from_obj(&*object);
+    let failures = {
+        let mut all = term.failures();
+        let n = all.entry(key).or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    };
+    let settings = term.settings;
+    let delay = settings
+        .min_backoff
+        .saturating_mul(1 << failures.min(16).saturating_sub(1))
+        .min(settings.max_backoff);
+    tracing::warn!(kind = %kind::<R>(), name = %object.meta().name.as_deref().unwrap_or(""),
+        error = %error, failures, retry_in_s = delay.as_secs_f64(), "reconcile failed");
+    Action::requeue(delay)
+}
+
+/// The controller of one leadership term, as a stream of reconcile outcomes (dropping it aborts the
+/// reconciles in flight).
+fn term<R: Reconciler>(reconciler: Arc<R>, settings: Settings) -> BoxStream<'static, ()> {
+    let Triggers { store, requests } = reconciler.triggers();
+    let mut controller = Controller::for_shared_stream(futures::stream::pending(), store)
+        .with_config(controller::Config::default().concurrency(settings.concurrency))
+        // Every object once at the start of the term.
+        .reconcile_all_on(futures::stream::once(async {}));
+    for stream in requests {
+        controller = controller.reconcile_on(stream);
+    }
+    let term = Arc::new(Term {
+        reconciler,
+        settings,
+        failures: Mutex::default(),
+    });
+    let kind = kind::<R>();
+    controller
+        .run(reconcile::<R>, error_policy::<R>, term)
+        .map(move |outcome| match outcome {
+            Ok((object, _)) => tracing::debug!(kind = %kind, name = %object.name, "reconciled"),
+            // Logged by the error policy.
+            Err(controller::Error::ReconcilerFailed(..)) => {}
+            // Triggered by a change of something it no longer exists for.
+            Err(controller::Error::ObjectNotFound(object)) => {
+                tracing::debug!(kind = %kind, name = %object.name, "not found: nothing to reconcile")
+            }
+            Err(e) => tracing::warn!(kind = %kind, error = %e, "controller queue failed"),
+        })
+        .boxed()
+}
+
+/// Resolves when `flag` is `value`: true then, false when its sender is gone first.
+async fn until(flag: &mut watch::Receiver<bool>, value: bool) -> bool {
+    flag.wait_for(|v| *v == value).await.is_ok()
+}
+
+/// Resolves when `leader` turns false (never when the elector is gone: shutdown comes through `stop`).
+async fn leadership_lost(leader: &mut watch::Receiver<bool>) {
+    if !until(leader, false).await {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Leads, follows, leads again… until `stop` turns true.
+async fn lead<R: Reconciler>(
+    reconciler: Arc<R>,
+    mut leader: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
+    settings: Settings,
+) {
+    let kind = kind::<R>();
+    loop {
+        tokio::select! {
+            leading = until(&mut leader, true) => if !leading { return },
+            _ = until(&mut stop, true) => return,
+        }
+        tokio::select! {
+            () = reconciler.synced() => {}
+            () = leadership_lost(&mut leader) => continue,
+            _ = until(&mut stop, true) => return,
+        }
+        tracing::info!(kind = %kind, "leading: reconciling");
+        let mut outcomes = term(reconciler.clone(), settings);
+        tokio::select! {
+            () = async { while outcomes.next().await.is_some() {} } => {
+                tracing::error!(kind = %kind, "the controller stopped on its own; restarting it");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            () = leadership_lost(&mut leader) => {
+                tracing::warn!(kind = %kind, "leadership lost: reconciles in flight abandoned");
+            }
+            _ = until(&mut stop, true) => return,
+        }
+    }
+}
+
+/// A running controller.
+pub struct Running {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+/// Starts `reconciler`; it works only while `leader` is true.
+pub fn start<R: Reconciler>(
+    reconciler: Arc<R>,
+    leader: watch::Receiver<bool>,
+    settings: Settings,
+) -> Running {
+    let (stop, stop_rx) = watch::channel(false);
+    let kind = kind::<R>();
+    let task = tokio::spawn(async move {
+        loop {
+            let attempt = tokio::spawn(lead(
+                reconciler.clone(),
+                leader.clone(),
+                stop_rx.clone(),
+                settings,
+            ));
+            match attempt.await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::error!(kind = %kind, error = %e, "the controller died; restarting it");
+                    let mut stop = stop_rx.clone();
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(5)) => {}
+                        _ = stop.changed() => {}
+                    }
+                    if *stop.borrow() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    Running { stop, task }
+}
+
+impl Running {
+    /// Stops the controller (reconciles in flight are abandoned).
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        if tokio::time::timeout(Duration::from_secs(5), self.task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("a controller did not stop within 5 s");
+        }
+    }
+}
