@@ -11,7 +11,7 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
@@ -19,6 +19,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
+use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
@@ -112,7 +113,7 @@ pub struct LiveCache(Arc<LiveStores>);
 pub struct LiveStores {
     client: Client,
     namespaces: Shared<Namespace>,
-    pods: Shared<Pod>,
+    pods: Shared<SlimPod>,
     claims: Shared<PersistentVolumeClaim>,
     sidecars: Option<SidecarSetCache>,
     synced: Arc<AtomicBool>,
@@ -175,7 +176,7 @@ impl LiveCache {
     }
 
     /// The Pods (the SidecarSet controller matches pods in all namespaces).
-    pub fn pod_store(&self) -> &Shared<Pod> {
+    pub fn pod_store(&self) -> &Shared<SlimPod> {
         &self.pods
     }
 
@@ -386,7 +387,7 @@ impl ClusterView for Cluster {
             Self::Live(c) => c.namespaces.store().get(&reflector::ObjectRef::new(name)),
         }
     }
-    fn pods_in(&self, namespace: &str) -> Vec<Arc<Pod>> {
+    fn pods_in(&self, namespace: &str) -> Vec<Arc<SlimPod>> {
         match self {
             Self::Fixture(f) => f.pods_in(namespace),
             Self::Live(c) => in_namespace(c.pods.store(), namespace),

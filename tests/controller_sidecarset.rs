@@ -11,12 +11,13 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Namespace;
 use kruise_webhook::cache::shared::Publisher;
 use kruise_webhook::controller::runtime::{Running, Settings};
 use kruise_webhook::controller::sidecarset::{
     Inputs, Reconciled, SidecarSetController, Snapshot, reconcile,
 };
+use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kube::runtime::watcher::Event;
 
@@ -376,7 +377,7 @@ struct Stores {
     inputs: Inputs,
     sets: Publisher<SidecarSet>,
     revisions: Publisher<ControllerRevision>,
-    pods: Publisher<Pod>,
+    pods: Publisher<SlimPod>,
     namespaces: Publisher<Namespace>,
 }
 
@@ -594,7 +595,7 @@ async fn nothing_is_reconciled_before_the_caches_are_listed() {
     let (client, mut handle) = mock();
     let (mut sets, sidecar_sets) = Publisher::<SidecarSet>::new(());
     let (_revisions, revision_store) = Publisher::listed((), Vec::<ControllerRevision>::new());
-    let (mut pods, pod_store) = Publisher::<Pod>::new(());
+    let (mut pods, pod_store) = Publisher::<SlimPod>::new(());
     let (_namespaces, namespace_store) = Publisher::listed((), [namespace("default", json!({}))]);
     let inputs = Inputs {
         sidecar_sets,

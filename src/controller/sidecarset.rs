@@ -36,13 +36,14 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 use tokio::sync::watch;
 
+use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::sidecarset::{CUSTOM_VERSION_LABEL, SIDECARSET_NAME_LABEL, SidecarSet};
 use kruise_webhooks::sidecarset::inject::INJECTED_LIST_ANNOTATION;
 use kruise_webhooks::sidecarset::status::{self, NewRevision, RevisionOp};
@@ -60,7 +61,7 @@ pub trait SidecarSetSource: Send + Sync {
     /// The ControllerRevisions of `namespace` labelled with the SidecarSet's name.
     fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<ControllerRevision>>;
     /// Every Pod.
-    fn pods(&self) -> Vec<Arc<Pod>>;
+    fn pods(&self) -> Vec<Arc<SlimPod>>;
     /// A Namespace's labels; `None` when it does not exist.
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
 }
@@ -73,7 +74,7 @@ pub struct Inputs {
     /// ControllerRevisions of the Kruise namespace.
     pub revisions: Shared<ControllerRevision>,
     /// Pods.
-    pub pods: Shared<Pod>,
+    pub pods: Shared<SlimPod>,
     /// Namespaces.
     pub namespaces: Shared<Namespace>,
 }
@@ -89,7 +90,7 @@ impl SidecarSetSource for Inputs {
                     .is_some_and(|n| n == set_name)
         })
     }
-    fn pods(&self) -> Vec<Arc<Pod>> {
+    fn pods(&self) -> Vec<Arc<SlimPod>> {
         self.pods.store().state()
     }
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
@@ -108,7 +109,7 @@ pub struct Snapshot {
     /// ControllerRevisions (any namespace; filtered by namespace and name label on read).
     pub revisions: Vec<Arc<ControllerRevision>>,
     /// Pods.
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<Arc<SlimPod>>,
     /// Namespace name to labels.
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -128,7 +129,7 @@ impl SidecarSetSource for Snapshot {
             .cloned()
             .collect()
     }
-    fn pods(&self) -> Vec<Arc<Pod>> {
+    fn pods(&self) -> Vec<Arc<SlimPod>> {
         self.pods.clone()
     }
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
@@ -449,11 +450,9 @@ impl SidecarSetController {
 }
 
 /// The SidecarSets a pod's `kruise.io/sidecarset-injected-list` names.
-fn injected_by(pod: &Pod) -> Vec<ObjectRef<SidecarSet>> {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(INJECTED_LIST_ANNOTATION))
+fn injected_by(pod: &SlimPod) -> Vec<ObjectRef<SidecarSet>> {
+    pod.annotations
+        .get(INJECTED_LIST_ANNOTATION)
         .map(|list| {
             list.split(',')
                 .filter(|n| !n.is_empty())

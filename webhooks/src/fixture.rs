@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ClusterView;
+use crate::api::pod::SlimPod;
 use crate::api::sidecarset::SidecarSet;
 use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use crate::sidecarset::select::SidecarSetIndex;
@@ -44,7 +45,7 @@ pub enum FixtureError {
 #[derive(Debug, Default, Clone)]
 pub struct FixtureCluster {
     namespaces: BTreeMap<String, Arc<Namespace>>,
-    pods: BTreeMap<String, Vec<Arc<Pod>>>,
+    pods: BTreeMap<String, Vec<Arc<SlimPod>>>,
     claims: BTreeMap<String, Vec<Arc<PersistentVolumeClaim>>>,
     sidecar_sets: SidecarSetIndex,
     revisions: Vec<Arc<ControllerRevision>>,
@@ -285,7 +286,7 @@ impl ClusterView for FixtureCluster {
     fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
         self.namespaces.get(name).cloned()
     }
-    fn pods_in(&self, namespace: &str) -> Vec<Arc<Pod>> {
+    fn pods_in(&self, namespace: &str) -> Vec<Arc<SlimPod>> {
         self.pods.get(namespace).cloned().unwrap_or_default()
     }
     fn persistent_volume_claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>> {

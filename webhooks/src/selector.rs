@@ -16,6 +16,12 @@ impl Labels for BTreeMap<String, String> {
     }
 }
 
+impl Labels for crate::api::pod::StrMap {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key)
+    }
+}
+
 /// Labels with one more set over them (a Namespace's labels and the `kubernetes.io/metadata.name` the
 /// apiserver sets on every Namespace), without copying the map.
 #[derive(Debug, Clone, Copy)]

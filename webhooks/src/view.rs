@@ -6,16 +6,17 @@ use std::sync::Arc;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 
+use crate::api::pod::SlimPod;
 use crate::api::sidecarset::SidecarSet;
 
 /// Questions a webhook may ask about the cluster. Answers come from caches: they never block.
 pub trait ClusterView {
     /// The Namespace object, when known.
     fn namespace(&self, name: &str) -> Option<Arc<Namespace>>;
-    /// Every Pod in a namespace.
-    fn pods_in(&self, namespace: &str) -> Vec<Arc<Pod>>;
+    /// Every Pod in a namespace, as far as a cached pod is read ([`SlimPod`]).
+    fn pods_in(&self, namespace: &str) -> Vec<Arc<SlimPod>>;
     /// Every PersistentVolumeClaim in a namespace.
     fn persistent_volume_claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>>;
 }
@@ -52,7 +53,7 @@ impl ClusterView for EmptyView {
     fn namespace(&self, _: &str) -> Option<Arc<Namespace>> {
         None
     }
-    fn pods_in(&self, _: &str) -> Vec<Arc<Pod>> {
+    fn pods_in(&self, _: &str) -> Vec<Arc<SlimPod>> {
         Vec::new()
     }
     fn persistent_volume_claims_in(&self, _: &str) -> Vec<Arc<PersistentVolumeClaim>> {

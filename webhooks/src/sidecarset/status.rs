@@ -21,7 +21,6 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use serde_json::{Value, json};
@@ -29,6 +28,7 @@ use serde_json::{Value, json};
 use super::hash::encode_containers;
 use super::inject::{INJECTED_LIST_ANNOTATION, UpgradeSpec, WORKING_HOT_UPGRADE_ANNOTATION};
 use super::select::selector_error;
+use crate::api::pod::{SlimContainer, SlimPod};
 use crate::api::sidecarset::{
     CUSTOM_VERSION_LABEL, HASH_ANNOTATION, SIDECARSET_NAME_LABEL, SidecarContainer, SidecarSet,
     SidecarSetStatus,
@@ -53,16 +53,16 @@ const HOT_UPGRADE: &str = "HotUpgrade";
 // Pod predicates (pkg/control/sidecarcontrol)
 // ---------------------------------------------------------------------------------------------------------
 
-fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
-    meta.annotations.as_ref()?.get(key).map(String::as_str)
+fn annotation<'a>(pod: &'a SlimPod, key: &str) -> Option<&'a str> {
+    pod.annotations.get(key)
 }
 
-fn containers(pod: &Pod) -> &[Container] {
+fn containers(pod: &SlimPod) -> &[SlimContainer] {
     pod.spec.as_ref().map_or(&[], |s| s.containers.as_slice())
 }
 
 /// `util.GetContainer`: a container or init container of the pod by name.
-fn pod_container<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
+fn pod_container<'a>(pod: &'a SlimPod, name: &str) -> Option<&'a SlimContainer> {
     let spec = pod.spec.as_ref()?;
     spec.init_containers
         .iter()
@@ -72,14 +72,14 @@ fn pod_container<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
 }
 
 /// Active: not `Succeeded`, not `Failed`, not being deleted (`IsActivePod`).
-pub fn is_active_pod(pod: &Pod) -> bool {
+pub fn is_active_pod(pod: &SlimPod) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
 }
 
 /// The pod's `kruise.io/sidecarset-injected-list` names the SidecarSet (`IsPodInjectedSidecarSet`).
-pub fn is_pod_injected(pod: &Pod, set_name: &str) -> bool {
-    annotation(&pod.metadata, INJECTED_LIST_ANNOTATION)
+pub fn is_pod_injected(pod: &SlimPod, set_name: &str) -> bool {
+    annotation(pod, INJECTED_LIST_ANNOTATION)
         .is_some_and(|list| list.split(',').any(|n| n == set_name))
 }
 
@@ -88,15 +88,15 @@ fn is_hot_upgrade(c: &SidecarContainer) -> bool {
 }
 
 /// The pod's `kruise.io/sidecarset-working-hotupgrade-container` map; unreadable reads as empty.
-fn working_hot_upgrade(pod: &Pod) -> BTreeMap<String, String> {
-    annotation(&pod.metadata, WORKING_HOT_UPGRADE_ANNOTATION)
+fn working_hot_upgrade(pod: &SlimPod) -> BTreeMap<String, String> {
+    annotation(pod, WORKING_HOT_UPGRADE_ANNOTATION)
         .and_then(|v| serde_json::from_str(v).ok())
         .unwrap_or_default()
 }
 
 /// `(working, empty)` copies of hot-upgrade sidecar `name` in the pod (`GetPodHotUpgradeContainers`): the
 /// working one is what the work map names when that is `<name>-1`, else `<name>-2`.
-pub fn hot_upgrade_containers(pod: &Pod, name: &str) -> (String, String) {
+pub fn hot_upgrade_containers(pod: &SlimPod, name: &str) -> (String, String) {
     let (one, two) = (format!("{name}-1"), format!("{name}-2"));
     if working_hot_upgrade(pod).get(name) == Some(&one) {
         (one, two)
@@ -122,7 +122,7 @@ pub fn sidecar_container_names(set: &SidecarSet) -> BTreeSet<String> {
 
 /// `IsPodConsistentWithSidecarSet` (§6.2): every hot-upgrade sidecar has a work-map entry and both copies,
 /// every other sidecar of `spec.containers` exists in the pod (as a container or init container).
-pub fn is_pod_consistent_with_sidecarset(pod: &Pod, set: &SidecarSet) -> bool {
+pub fn is_pod_consistent_with_sidecarset(pod: &SlimPod, set: &SidecarSet) -> bool {
     let working = working_hot_upgrade(pod);
     set.spec.containers.iter().all(|c| {
         let name = &c.view.name;
@@ -189,7 +189,7 @@ fn is_container_image_equal(a: &str, b: &str) -> bool {
 
 /// `util.IsPodContainerDigestEqual` for one container: its status imageID (with any `scheme://` removed)
 /// names the same digest as its spec image.
-fn container_digest_matches(pod: &Pod, container: &Container) -> bool {
+fn container_digest_matches(pod: &SlimPod, container: &SlimContainer) -> bool {
     let image = container.image.as_deref().unwrap_or("");
     if !is_image_digest(image) {
         return false;
@@ -216,7 +216,7 @@ fn container_digest_matches(pod: &Pod, container: &Container) -> bool {
 /// one, false; otherwise every listed container whose pre-update imageID was recorded (by one of
 /// `set_names`) must show a different imageID now, unless its spec image already equals its status image.
 pub fn is_sidecar_container_update_completed(
-    pod: &Pod,
+    pod: &SlimPod,
     set_names: &BTreeSet<String>,
     container_names: &BTreeSet<String>,
 ) -> bool {
@@ -230,7 +230,7 @@ pub fn is_sidecar_container_update_completed(
         #[serde(default, rename = "lastContainerStatuses")]
         last_container_statuses: Option<BTreeMap<String, LastStatus>>,
     }
-    let Some(raw) = annotation(&pod.metadata, INPLACE_UPDATE_STATE_ANNOTATION) else {
+    let Some(raw) = annotation(pod, INPLACE_UPDATE_STATE_ANNOTATION) else {
         return true;
     };
     let Ok(states) = serde_json::from_str::<BTreeMap<String, Option<State>>>(raw) else {
@@ -270,7 +270,7 @@ pub fn is_sidecar_container_update_completed(
 /// matching its status imageID; at the first one that does not use a digest the comparison stops and the
 /// in-place update must be complete instead (§9, `IsPodStateConsistent`).
 pub fn is_pod_state_consistent(
-    pod: &Pod,
+    pod: &SlimPod,
     set: &SidecarSet,
     only: Option<&BTreeSet<String>>,
 ) -> bool {
@@ -310,7 +310,7 @@ pub fn is_pod_state_consistent(
 }
 
 /// `util.IsRunningAndReady`: phase `Running`, condition `Ready=True`, not being deleted.
-fn is_running_and_ready(pod: &Pod) -> bool {
+fn is_running_and_ready(pod: &SlimPod) -> bool {
     let Some(status) = &pod.status else {
         return false;
     };
@@ -325,7 +325,7 @@ fn is_running_and_ready(pod: &Pod) -> bool {
 
 /// `IsPodReady` of the SidecarSet control: running and ready, and every hot-upgrade empty copy uses its
 /// `hotUpgradeEmptyImage` (when one is set).
-pub fn is_pod_ready(pod: &Pod, set: &SidecarSet) -> bool {
+pub fn is_pod_ready(pod: &SlimPod, set: &SidecarSet) -> bool {
     let mut empty_images: BTreeMap<String, &str> = BTreeMap::new();
     for c in set.spec.containers.iter().filter(|c| is_hot_upgrade(c)) {
         let (_, empty) = hot_upgrade_containers(pod, &c.view.name);
@@ -342,8 +342,8 @@ pub fn is_pod_ready(pod: &Pod, set: &SidecarSet) -> bool {
 
 /// The pod's `kruise.io/sidecarset-hash` entries: the current shape, else the legacy name-to-hash map; an
 /// unreadable annotation has none.
-fn pod_upgrade_specs(pod: &Pod) -> BTreeMap<String, UpgradeSpec> {
-    let Some(raw) = annotation(&pod.metadata, HASH_ANNOTATION).filter(|v| !v.is_empty()) else {
+fn pod_upgrade_specs(pod: &SlimPod) -> BTreeMap<String, UpgradeSpec> {
+    let Some(raw) = annotation(pod, HASH_ANNOTATION).filter(|v| !v.is_empty()) else {
         return BTreeMap::new();
     };
     if let Ok(specs) = serde_json::from_str::<BTreeMap<String, UpgradeSpec>>(raw) {
@@ -360,7 +360,7 @@ fn pod_upgrade_specs(pod: &Pod) -> BTreeMap<String, UpgradeSpec> {
 }
 
 /// The hash the pod records for the SidecarSet (`GetPodSidecarSetRevision`), `""` when none.
-pub fn pod_sidecarset_hash(pod: &Pod, set_name: &str) -> String {
+pub fn pod_sidecarset_hash(pod: &SlimPod, set_name: &str) -> String {
     pod_upgrade_specs(pod)
         .remove(set_name)
         .map(|s| s.hash)
@@ -368,7 +368,7 @@ pub fn pod_sidecarset_hash(pod: &Pod, set_name: &str) -> String {
 }
 
 /// The ControllerRevision the pod records for the SidecarSet (`GetPodSidecarSetControllerRevision`).
-pub fn pod_controller_revision(pod: &Pod, set_name: &str) -> Option<String> {
+pub fn pod_controller_revision(pod: &SlimPod, set_name: &str) -> Option<String> {
     pod_upgrade_specs(pod)
         .remove(set_name)
         .and_then(|s| s.controller_revision)
@@ -377,7 +377,7 @@ pub fn pod_controller_revision(pod: &Pod, set_name: &str) -> Option<String> {
 
 /// Updated: the pod's recorded hash equals the SidecarSet's hash annotation (`IsPodSidecarUpdated`; both
 /// empty counts as updated).
-pub fn is_pod_sidecar_updated(set: &SidecarSet, pod: &Pod) -> bool {
+pub fn is_pod_sidecar_updated(set: &SidecarSet, pod: &SlimPod) -> bool {
     set.annotation(HASH_ANNOTATION).unwrap_or("") == pod_sidecarset_hash(pod, set.name())
 }
 
@@ -389,7 +389,7 @@ pub fn is_pod_sidecar_updated(set: &SidecarSet, pod: &Pod) -> bool {
 /// an empty selector everything (unlike injection, §4.3), an invalid one is an error.
 fn controller_selects(
     sel: Option<&LabelSelector>,
-    labels: &BTreeMap<String, String>,
+    labels: &impl selector::Labels,
 ) -> Result<bool, String> {
     let Some(sel) = sel else {
         return Ok(false);
@@ -409,9 +409,9 @@ fn controller_selects(
 /// The text of an invalid `selector` or `namespaceSelector`.
 pub fn matching_pods<'a, F>(
     set: &SidecarSet,
-    pods: impl IntoIterator<Item = &'a Arc<Pod>>,
+    pods: impl IntoIterator<Item = &'a Arc<SlimPod>>,
     namespace_labels: F,
-) -> Result<Vec<Arc<Pod>>, String>
+) -> Result<Vec<Arc<SlimPod>>, String>
 where
     F: Fn(&str) -> Option<BTreeMap<String, String>>,
 {
@@ -425,12 +425,10 @@ where
     {
         return Err(format!("spec.namespaceSelector: {e}"));
     }
-    let empty = BTreeMap::new();
     let mut namespaces: BTreeMap<String, bool> = BTreeMap::new();
     let mut out = Vec::new();
     for pod in pods {
-        let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
-        if !controller_selects(set.spec.selector.as_ref(), labels)? {
+        if !controller_selects(set.spec.selector.as_ref(), &pod.labels)? {
             continue;
         }
         if let Some(ns_sel) = &set.spec.namespace_selector {
@@ -472,7 +470,7 @@ where
 /// [`plan_revisions`].
 pub fn desired_status(
     set: &SidecarSet,
-    matched: &[Arc<Pod>],
+    matched: &[Arc<SlimPod>],
     latest_revision: &str,
     collision_count: i32,
 ) -> SidecarSetStatus {
@@ -874,7 +872,7 @@ pub fn custom_version_op(set: &SidecarSet, latest: &ControllerRevision) -> Optio
 /// `injectionStrategy.revision.revisionName`, or the newest carrying `injectionStrategy.revision.customVersion`.
 fn active_revisions(
     set: &SidecarSet,
-    matched: &[Arc<Pod>],
+    matched: &[Arc<SlimPod>],
     revisions: &[ControllerRevision],
 ) -> BTreeSet<String> {
     let mut active: BTreeSet<String> = matched
@@ -915,7 +913,7 @@ fn active_revisions(
 pub fn plan_revisions(
     set: &SidecarSet,
     revisions: &[Arc<ControllerRevision>],
-    matched: &[Arc<Pod>],
+    matched: &[Arc<SlimPod>],
     namespace: &str,
     collision_count: i32,
 ) -> RevisionPlan {

@@ -38,7 +38,7 @@ const DATA: &str = r#"{"spec":{"$patch":"replace","containers":[{"image":"dns:1.
 const NAME_0: &str = "sidecarset1-788d67c95d";
 const NAME_1: &str = "sidecarset1-788d67c95f";
 
-fn pod(v: Value) -> Arc<Pod> {
+fn pod(v: Value) -> Arc<SlimPod> {
     Arc::new(serde_json::from_value(v).unwrap())
 }
 
@@ -341,7 +341,7 @@ fn matching_pods_are_selected_active_injected_and_consistent() {
     let mut as_init = injected_pod("as-init", "h1", "r");
     as_init["spec"]["initContainers"] = json!([{"name": "dns-f", "image": "dns:1.0"}]);
     as_init["spec"]["containers"] = json!([{"name": "app", "image": "app:1"}]);
-    let pods: Vec<Arc<Pod>> = [
+    let pods: Vec<Arc<SlimPod>> = [
         inconsistent,
         ok,
         unselected,
@@ -408,7 +408,7 @@ fn status_counts_updated_ready_and_both() {
         .as_array_mut()
         .unwrap()
         .pop();
-    let pods: Vec<Arc<Pod>> = [
+    let pods: Vec<Arc<SlimPod>> = [
         updated_ready,
         old_ready,
         updated_not_ready,
@@ -550,4 +550,19 @@ fn status_is_written_only_when_something_changed() {
     let mut no_count = desired.clone();
     no_count.collision_count = None;
     assert!(status_changed(Some(&no_count), &desired));
+}
+
+#[test]
+fn every_pod_annotation_read_here_is_kept_by_the_pod_cache() {
+    for key in [
+        INJECTED_LIST_ANNOTATION,
+        HASH_ANNOTATION,
+        WORKING_HOT_UPGRADE_ANNOTATION,
+        INPLACE_UPDATE_STATE_ANNOTATION,
+    ] {
+        assert!(
+            crate::api::pod::READ_ANNOTATIONS.contains(&key),
+            "{key} is read from cached pods but dropped when they are decoded"
+        );
+    }
 }

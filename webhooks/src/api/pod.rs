@@ -1,0 +1,399 @@
+//! A Pod as the cluster view holds it ([`crate::ClusterView::pods_in`], the SidecarSet controller): only the
+//! fields a webhook or controller reads from other pods. Decoding drops everything else as it goes, so a
+//! cache of 10,000 pods never holds their full objects, not even while a LIST is decoded. Spec and status
+//! keep `k8s_openapi`'s field names and shapes; labels and annotations are [`StrMap`]s beside the metadata
+//! (a `BTreeMap` spends half a KiB on its first entry).
+//!
+//! Kept, and who reads it:
+//! - `metadata`: `name`, `namespace`, `resourceVersion` (the cache's key and the watch's position),
+//!   `deletionTimestamp` (active pods: deletion protection, SidecarSet status);
+//! - `labels` (selectors) and the annotations of [`READ_ANNOTATIONS`];
+//! - `spec.containers` and `spec.initContainers`: `name` and `image` (SidecarSet consistency and readiness);
+//! - `status`: `phase`, `conditions` (`type`, `status`), `containerStatuses` (`name`, `image`, `imageID`).
+//!
+//! A capability that reads more of a cached pod adds it here first.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+
+/// The annotations of other pods that something reads (the SidecarSet status: the injected list, the hash
+/// records, the hot-upgrade work map, the in-place update state); the others are dropped when decoded.
+pub const READ_ANNOTATIONS: &[&str] = &[
+    "kruise.io/sidecarset-injected-list",
+    "kruise.io/sidecarset-hash",
+    "kruise.io/sidecarset-working-hotupgrade-container",
+    "kruise.io/sidecarset-inplace-update-state",
+];
+
+/// A Pod with only the fields read from the cluster view (module docs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "wire::Pod", into = "wire::Pod")]
+pub struct SlimPod {
+    /// `name`, `namespace`, `resourceVersion` and `deletionTimestamp`; never labels or annotations (they
+    /// are [`SlimPod::labels`] and [`SlimPod::annotations`]).
+    pub metadata: ObjectMeta,
+    /// `metadata.labels`.
+    pub labels: StrMap,
+    /// `metadata.annotations`, those of [`READ_ANNOTATIONS`].
+    pub annotations: StrMap,
+    /// The containers' names and images.
+    pub spec: Option<SlimPodSpec>,
+    /// Phase, conditions and container images as running.
+    pub status: Option<SlimPodStatus>,
+}
+
+/// `spec`, as far as it is read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimPodSpec {
+    /// `containers`.
+    #[serde(default)]
+    pub containers: Vec<SlimContainer>,
+    /// `initContainers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_containers: Option<Vec<SlimContainer>>,
+}
+
+/// A container's `name` and `image`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlimContainer {
+    /// `name`.
+    #[serde(default)]
+    pub name: String,
+    /// `image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// `status`, as far as it is read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimPodStatus {
+    /// `phase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// `conditions`: `type` and `status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<SlimPodCondition>>,
+    /// `containerStatuses`: `name`, `image`, `imageID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_statuses: Option<Vec<SlimContainerStatus>>,
+}
+
+/// A pod condition's `type` and `status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlimPodCondition {
+    /// `type`.
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    /// `status`: `True`, `False` or `Unknown`.
+    #[serde(default)]
+    pub status: String,
+}
+
+/// A container status's `name`, `image` and `imageID`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlimContainerStatus {
+    /// `name`.
+    #[serde(default)]
+    pub name: String,
+    /// `image`, as the runtime reports it.
+    #[serde(default)]
+    pub image: String,
+    /// `imageID`.
+    #[serde(default, rename = "imageID")]
+    pub image_id: String,
+}
+
+/// A small map of strings in one allocation: the pairs, sorted by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StrMap(Box<[(Box<str>, Box<str>)]>);
+
+impl StrMap {
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &*self.0[i].1)
+    }
+
+    /// The pairs, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (&**k, &**v))
+    }
+
+    /// No pairs.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The pairs as a `BTreeMap`.
+    pub fn to_btree(&self) -> BTreeMap<String, String> {
+        self.iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    /// Decodes a JSON object of strings (or `null`), keeping the keys `keep` accepts; other values are
+    /// skipped unread, whatever they hold.
+    fn decode<'de, D: Deserializer<'de>>(
+        deserializer: D,
+        keep: fn(&str) -> bool,
+    ) -> Result<Self, D::Error> {
+        struct Kept(fn(&str) -> bool);
+        impl<'de> Visitor<'de> for Kept {
+            type Value = StrMap;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of strings")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<StrMap, E> {
+                Ok(StrMap::default())
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<StrMap, E> {
+                Ok(StrMap::default())
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<StrMap, D::Error> {
+                d.deserialize_map(self)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrMap, A::Error> {
+                let mut kept = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if (self.0)(&key) {
+                        kept.push((key, map.next_value::<String>()?));
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(kept.into_iter().collect())
+            }
+        }
+        deserializer.deserialize_option(Kept(keep))
+    }
+}
+
+impl FromIterator<(String, String)> for StrMap {
+    /// A key given twice keeps its last value, as a map decoded from JSON does.
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Self {
+        let map: BTreeMap<String, String> = pairs.into_iter().collect();
+        Self(
+            map.into_iter()
+                .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+                .collect(),
+        )
+    }
+}
+
+impl Serialize for StrMap {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for StrMap {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Self::decode(deserializer, |_| true)
+    }
+}
+
+/// The shape of a Pod on the wire, as far as [`SlimPod`] reads it.
+mod wire {
+    use super::*;
+
+    #[derive(Serialize, Deserialize)]
+    pub(super) struct Pod {
+        #[serde(default)]
+        metadata: Option<Meta>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spec: Option<SlimPodSpec>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<SlimPodStatus>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Meta {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deletion_timestamp: Option<Time>,
+        #[serde(default, skip_serializing_if = "StrMap::is_empty")]
+        labels: StrMap,
+        #[serde(
+            default,
+            skip_serializing_if = "StrMap::is_empty",
+            deserialize_with = "read_annotations"
+        )]
+        annotations: StrMap,
+    }
+
+    fn read_annotations<'de, D: Deserializer<'de>>(deserializer: D) -> Result<StrMap, D::Error> {
+        StrMap::decode(deserializer, |key| READ_ANNOTATIONS.contains(&key))
+    }
+
+    impl From<Pod> for SlimPod {
+        fn from(pod: Pod) -> Self {
+            let meta = pod.metadata.unwrap_or(Meta {
+                name: None,
+                namespace: None,
+                resource_version: None,
+                deletion_timestamp: None,
+                labels: StrMap::default(),
+                annotations: StrMap::default(),
+            });
+            SlimPod {
+                metadata: ObjectMeta {
+                    name: meta.name,
+                    namespace: meta.namespace,
+                    resource_version: meta.resource_version,
+                    deletion_timestamp: meta.deletion_timestamp,
+                    ..ObjectMeta::default()
+                },
+                labels: meta.labels,
+                annotations: meta.annotations,
+                spec: pod.spec,
+                status: pod.status,
+            }
+        }
+    }
+
+    impl From<SlimPod> for Pod {
+        fn from(pod: SlimPod) -> Self {
+            Pod {
+                metadata: Some(Meta {
+                    name: pod.metadata.name,
+                    namespace: pod.metadata.namespace,
+                    resource_version: pod.metadata.resource_version,
+                    deletion_timestamp: pod.metadata.deletion_timestamp,
+                    labels: pod.labels,
+                    annotations: pod.annotations,
+                }),
+                spec: pod.spec,
+                status: pod.status,
+            }
+        }
+    }
+}
+
+impl k8s_openapi::Resource for SlimPod {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "Pod";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "pods";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for SlimPod {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn full_pod() -> serde_json::Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1", "resourceVersion": "7",
+                "generateName": "web-", "creationTimestamp": "2025-01-02T03:04:05Z",
+                "deletionTimestamp": "2025-01-02T03:05:05Z",
+                "labels": {"app": "web"},
+                "annotations": {"kruise.io/sidecarset-injected-list": "s1", "kruise.io/sidecarset-hash": "{}",
+                    "kruise.io/sidecarset-hash-without-image": "{}", "kubectl.kubernetes.io/restartedAt": "now"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "r"}],
+                "managedFields": [{"manager": "kubelet", "operation": "Update", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:status": {"f:phase": {}}}}]},
+            "spec": {"containers": [{"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}],
+                    "resources": {"requests": {"cpu": "100m"}}}],
+                "initContainers": [{"name": "init", "image": "init:1", "restartPolicy": "Always"}],
+                "nodeName": "n1", "volumes": [{"name": "v", "emptyDir": {}}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1",
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2025-01-02T03:04:05Z"}],
+                "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "docker://app@sha256:aa",
+                    "ready": true, "restartCount": 2, "state": {"running": {"startedAt": "2025-01-02T03:04:05Z"}}}]}
+        })
+    }
+
+    #[test]
+    fn decoding_keeps_what_is_read_and_drops_the_rest() {
+        let pod: SlimPod = serde_json::from_value(full_pod()).unwrap();
+        assert_eq!(
+            serde_json::to_value(&pod).unwrap(),
+            json!({
+                "metadata": {"name": "web-1", "namespace": "shop", "resourceVersion": "7",
+                    "deletionTimestamp": "2025-01-02T03:05:05Z", "labels": {"app": "web"},
+                    "annotations": {"kruise.io/sidecarset-hash": "{}", "kruise.io/sidecarset-injected-list": "s1"}},
+                "spec": {"containers": [{"name": "app", "image": "app:1"}],
+                    "initContainers": [{"name": "init", "image": "init:1"}]},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                    "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "docker://app@sha256:aa"}]}
+            })
+        );
+    }
+
+    #[test]
+    fn null_and_missing_fields_decode_as_absent() {
+        let pod: SlimPod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "labels": null, "annotations": null}, "spec": null, "status": null
+        }))
+        .unwrap();
+        assert_eq!(pod.metadata.name.as_deref(), Some("p"));
+        assert_eq!(
+            (pod.metadata.labels, pod.metadata.annotations),
+            (None, None)
+        );
+        assert_eq!((pod.spec, pod.status), (None, None));
+        let empty: SlimPod = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(empty, SlimPod::default());
+    }
+
+    #[test]
+    fn a_kept_field_of_the_wrong_type_is_an_error() {
+        for bad in [
+            json!({"metadata": {"annotations": {"kruise.io/sidecarset-hash": 3}}}),
+            json!({"metadata": {"labels": {"a": 3}}}),
+            json!({"metadata": {"annotations": []}}),
+            json!({"spec": 3}),
+            json!({"status": {"conditions": [{"type": 1}]}}),
+        ] {
+            assert!(
+                serde_json::from_value::<SlimPod>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+        // A value of an annotation nothing reads is skipped unread, whatever it holds.
+        let pod: SlimPod =
+            serde_json::from_value(json!({"metadata": {"annotations": {"other/a": {"x": [1]}}}}))
+                .unwrap();
+        assert!(pod.annotations.is_empty());
+    }
+
+    #[test]
+    fn a_str_map_is_sorted_and_keeps_the_last_of_a_repeated_key() {
+        let map: StrMap = serde_json::from_str(r#"{"b": "1", "a": "2", "b": "3"}"#).unwrap();
+        assert_eq!(map.iter().collect::<Vec<_>>(), [("a", "2"), ("b", "3")]);
+        assert_eq!((map.get("b"), map.get("c")), (Some("3"), None));
+        assert_eq!(serde_json::to_string(&map).unwrap(), r#"{"a":"2","b":"3"}"#);
+        assert_eq!(map.to_btree()["a"], "2");
+    }
+}
