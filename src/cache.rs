@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
@@ -20,6 +19,7 @@ use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
 use kruise_webhooks::api::pod::SlimPod;
+use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
@@ -328,7 +328,7 @@ impl SidecarSetView for Cluster {
                 .unwrap_or_default(),
         }
     }
-    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
+    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<SlimRevision>> {
         match self {
             Self::Fixture(f) => f.controller_revision(namespace, name),
             Self::Live(c) => c
@@ -341,7 +341,7 @@ impl SidecarSetView for Cluster {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<ControllerRevision>> {
+    ) -> Vec<Arc<SlimRevision>> {
         match self {
             Self::Fixture(f) => f.controller_revisions(namespace, labels),
             Self::Live(c) => c
@@ -408,7 +408,7 @@ impl ClusterView for Cluster {
 pub struct SidecarSetCache {
     index: Arc<std::sync::RwLock<SidecarSetIndex>>,
     sets: Shared<SidecarSet>,
-    revisions: Shared<ControllerRevision>,
+    revisions: Shared<SlimRevision>,
     synced: Arc<AtomicBool>,
 }
 
@@ -443,7 +443,7 @@ impl SidecarSetCache {
         // Every revision of the namespace, not only those labelled kruise.io/sidecarset-name: `revisionName`
         // injection reads any revision there by name, as OpenKruise's GET does (§4.4).
         let revisions = shared::watch(
-            Api::<ControllerRevision>::namespaced(client.clone(), kruise_namespace),
+            Api::<SlimRevision>::namespaced(client.clone(), kruise_namespace),
             (),
             shared::strip_managed_fields,
             |_, _| {},
@@ -471,7 +471,7 @@ impl SidecarSetCache {
     }
 
     /// The ControllerRevisions of the Kruise namespace.
-    pub fn revision_store(&self) -> &Shared<ControllerRevision> {
+    pub fn revision_store(&self) -> &Shared<SlimRevision> {
         &self.revisions
     }
 
@@ -500,7 +500,7 @@ impl SidecarSetView for SidecarSetCache {
     fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
         self.read_index().all()
     }
-    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
+    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<SlimRevision>> {
         self.revisions
             .store()
             .get(&reflector::ObjectRef::new(name).within(namespace))
@@ -509,7 +509,7 @@ impl SidecarSetView for SidecarSetCache {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<ControllerRevision>> {
+    ) -> Vec<Arc<SlimRevision>> {
         self.revisions
             .store()
             .state()

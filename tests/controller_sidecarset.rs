@@ -10,7 +10,6 @@ use kube::client::Body;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Namespace;
 use kruise_webhook::cache::shared::Publisher;
 use kruise_webhook::controller::runtime::{Running, Settings};
@@ -18,6 +17,7 @@ use kruise_webhook::controller::sidecarset::{
     Inputs, Reconciled, SidecarSetController, Snapshot, reconcile,
 };
 use kruise_webhooks::api::pod::SlimPod;
+use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kube::runtime::watcher::Event;
 
@@ -376,7 +376,7 @@ async fn an_existing_revision_with_the_same_data_is_adopted() {
 struct Stores {
     inputs: Inputs,
     sets: Publisher<SidecarSet>,
-    revisions: Publisher<ControllerRevision>,
+    revisions: Publisher<SlimRevision>,
     pods: Publisher<SlimPod>,
     namespaces: Publisher<Namespace>,
 }
@@ -583,8 +583,7 @@ async fn a_namespace_label_change_reconciles_sidecarsets_with_a_namespace_select
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_deleted_revision_is_created_again() {
     let (_leader, controller, mut handle, mut stores) = start_settled(None).await;
-    let revision: ControllerRevision =
-        serde_json::from_value(stored_revision(NAME_0, DATA)).unwrap();
+    let revision: SlimRevision = serde_json::from_value(stored_revision(NAME_0, DATA)).unwrap();
     stores.revisions.apply(Event::Delete(revision));
     expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
     controller.stop().await;
@@ -594,7 +593,7 @@ async fn a_deleted_revision_is_created_again() {
 async fn nothing_is_reconciled_before_the_caches_are_listed() {
     let (client, mut handle) = mock();
     let (mut sets, sidecar_sets) = Publisher::<SidecarSet>::new(());
-    let (_revisions, revision_store) = Publisher::listed((), Vec::<ControllerRevision>::new());
+    let (_revisions, revision_store) = Publisher::listed((), Vec::<SlimRevision>::new());
     let (mut pods, pod_store) = Publisher::<SlimPod>::new(());
     let (_namespaces, namespace_store) = Publisher::listed((), [namespace("default", json!({}))]);
     let inputs = Inputs {

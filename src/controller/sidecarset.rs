@@ -35,7 +35,6 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -44,6 +43,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use kruise_webhooks::api::pod::SlimPod;
+use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::{CUSTOM_VERSION_LABEL, SIDECARSET_NAME_LABEL, SidecarSet};
 use kruise_webhooks::sidecarset::inject::INJECTED_LIST_ANNOTATION;
 use kruise_webhooks::sidecarset::status::{self, NewRevision, RevisionOp};
@@ -59,7 +59,7 @@ const MAX_COLLISIONS: usize = 10;
 /// What a reconcile reads: the shared stores in a cluster ([`Inputs`]), a [`Snapshot`] in tests.
 pub trait SidecarSetSource: Send + Sync {
     /// The ControllerRevisions of `namespace` labelled with the SidecarSet's name.
-    fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<ControllerRevision>>;
+    fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<SlimRevision>>;
     /// Every Pod.
     fn pods(&self) -> Vec<Arc<SlimPod>>;
     /// A Namespace's labels; `None` when it does not exist.
@@ -72,7 +72,7 @@ pub struct Inputs {
     /// SidecarSets.
     pub sidecar_sets: Shared<SidecarSet>,
     /// ControllerRevisions of the Kruise namespace.
-    pub revisions: Shared<ControllerRevision>,
+    pub revisions: Shared<SlimRevision>,
     /// Pods.
     pub pods: Shared<SlimPod>,
     /// Namespaces.
@@ -80,7 +80,7 @@ pub struct Inputs {
 }
 
 impl SidecarSetSource for Inputs {
-    fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<ControllerRevision>> {
+    fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<SlimRevision>> {
         self.revisions.store().state_filter(|r| {
             r.metadata.namespace.as_deref() == Some(namespace)
                 && r.metadata
@@ -107,7 +107,7 @@ pub struct Snapshot {
     /// SidecarSets.
     pub sidecar_sets: Vec<Arc<SidecarSet>>,
     /// ControllerRevisions (any namespace; filtered by namespace and name label on read).
-    pub revisions: Vec<Arc<ControllerRevision>>,
+    pub revisions: Vec<Arc<SlimRevision>>,
     /// Pods.
     pub pods: Vec<Arc<SlimPod>>,
     /// Namespace name to labels.
@@ -115,7 +115,7 @@ pub struct Snapshot {
 }
 
 impl SidecarSetSource for Snapshot {
-    fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<ControllerRevision>> {
+    fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<SlimRevision>> {
         self.revisions
             .iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
@@ -200,7 +200,7 @@ async fn post_revision(
     client: &Client,
     namespace: &str,
     new: &NewRevision,
-) -> Result<ControllerRevision, kube::Error> {
+) -> Result<SlimRevision, kube::Error> {
     let request = http::Request::post(format!(
         "/apis/apps/v1/namespaces/{namespace}/controllerrevisions"
     ))
@@ -219,8 +219,8 @@ async fn create_revision(
     new: &NewRevision,
     mut collision_count: i32,
     writes: &mut usize,
-) -> Result<(ControllerRevision, i32), ReconcileError> {
-    let api: Api<ControllerRevision> = Api::namespaced(client.clone(), namespace);
+) -> Result<(SlimRevision, i32), ReconcileError> {
+    let api: Api<SlimRevision> = Api::namespaced(client.clone(), namespace);
     let mut candidate = new.clone();
     for _ in 0..MAX_COLLISIONS {
         let name = candidate.name().to_owned();
@@ -263,7 +263,7 @@ async fn apply_revision_plan(
     plan: status::RevisionPlan,
     writes: &mut usize,
 ) -> Result<(String, i32), ReconcileError> {
-    let api: Api<ControllerRevision> = Api::namespaced(client.clone(), namespace);
+    let api: Api<SlimRevision> = Api::namespaced(client.clone(), namespace);
     let mut latest = plan.latest_revision.clone();
     let mut collision_count = plan.collision_count;
     let mut ops = std::collections::VecDeque::from(plan.ops);
@@ -484,7 +484,7 @@ impl Reconciler for SidecarSetController {
         let sets = self.inputs.sidecar_sets.store().clone();
         Triggers::new(&self.inputs.sidecar_sets)
             .watches(&self.inputs.pods, injected_by)
-            .watches(&self.inputs.revisions, |r: &ControllerRevision| {
+            .watches(&self.inputs.revisions, |r: &SlimRevision| {
                 r.metadata
                     .labels
                     .as_ref()

@@ -2,4 +2,5 @@
 //! model (`extra`, or the raw JSON), so nothing a user stored is lost when it is written back or injected.
 
 pub mod pod;
+pub mod revision;
 pub mod sidecarset;

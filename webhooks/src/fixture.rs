@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ClusterView;
 use crate::api::pod::SlimPod;
+use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
 use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use crate::sidecarset::select::SidecarSetIndex;
@@ -48,7 +48,7 @@ pub struct FixtureCluster {
     pods: BTreeMap<String, Vec<Arc<SlimPod>>>,
     claims: BTreeMap<String, Vec<Arc<PersistentVolumeClaim>>>,
     sidecar_sets: SidecarSetIndex,
-    revisions: Vec<Arc<ControllerRevision>>,
+    revisions: Vec<Arc<SlimRevision>>,
     objects: Vec<Arc<Value>>,
 }
 
@@ -259,7 +259,7 @@ impl SidecarSetView for FixtureCluster {
     fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>> {
         self.sidecar_sets.all()
     }
-    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>> {
+    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<SlimRevision>> {
         self.revisions
             .iter()
             .find(|r| {
@@ -272,7 +272,7 @@ impl SidecarSetView for FixtureCluster {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<ControllerRevision>> {
+    ) -> Vec<Arc<SlimRevision>> {
         self.revisions
             .iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 
 use crate::api::pod::SlimPod;
+use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
 
 /// Questions a webhook may ask about the cluster. Answers come from caches: they never block.
@@ -36,13 +36,13 @@ pub trait SidecarSetView {
     /// Every SidecarSet, in name order.
     fn sidecar_sets(&self) -> Vec<Arc<SidecarSet>>;
     /// A ControllerRevision by namespace and name.
-    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<ControllerRevision>>;
+    fn controller_revision(&self, namespace: &str, name: &str) -> Option<Arc<SlimRevision>>;
     /// ControllerRevisions of a namespace carrying every one of `labels`.
     fn controller_revisions(
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<ControllerRevision>>;
+    ) -> Vec<Arc<SlimRevision>>;
 }
 
 /// A view of an empty cluster (requests that need no cluster state, benches).

@@ -9,7 +9,8 @@
 //!   `deletionTimestamp` (active pods: deletion protection, SidecarSet status);
 //! - `labels` (selectors) and the annotations of [`READ_ANNOTATIONS`];
 //! - `spec.containers` and `spec.initContainers`: `name` and `image` (SidecarSet consistency and readiness);
-//! - `status`: `phase`, `conditions` (`type`, `status`), `containerStatuses` (`name`, `image`, `imageID`).
+//! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`), `containerStatuses`
+//!   (`name`, `image`, `imageID`).
 //!
 //! A capability that reads more of a cached pod adds it here first.
 
@@ -28,6 +29,10 @@ pub const READ_ANNOTATIONS: &[&str] = &[
     "kruise.io/sidecarset-working-hotupgrade-container",
     "kruise.io/sidecarset-inplace-update-state",
 ];
+
+/// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods); the others are
+/// dropped when decoded.
+pub const READ_CONDITIONS: &[&str] = &["Ready"];
 
 /// A Pod with only the fields read from the cluster view (module docs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -76,12 +81,27 @@ pub struct SlimPodStatus {
     /// `phase`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
-    /// `conditions`: `type` and `status`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `conditions` of [`READ_CONDITIONS`]: `type` and `status`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_conditions"
+    )]
     pub conditions: Option<Vec<SlimPodCondition>>,
     /// `containerStatuses`: `name`, `image`, `imageID`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_statuses: Option<Vec<SlimContainerStatus>>,
+}
+
+fn read_conditions<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<SlimPodCondition>>, D::Error> {
+    let mut conditions = Option::<Vec<SlimPodCondition>>::deserialize(deserializer)?;
+    if let Some(list) = &mut conditions {
+        list.retain(|c| READ_CONDITIONS.contains(&c.type_.as_str()));
+        list.shrink_to_fit();
+    }
+    Ok(conditions)
 }
 
 /// A pod condition's `type` and `status`.
@@ -328,7 +348,8 @@ mod tests {
                 "initContainers": [{"name": "init", "image": "init:1", "restartPolicy": "Always"}],
                 "nodeName": "n1", "volumes": [{"name": "v", "emptyDir": {}}]},
             "status": {"phase": "Running", "podIP": "10.0.0.1",
-                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2025-01-02T03:04:05Z"}],
+                "conditions": [{"type": "Initialized", "status": "True"},
+                    {"type": "Ready", "status": "True", "lastTransitionTime": "2025-01-02T03:04:05Z"}],
                 "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "docker://app@sha256:aa",
                     "ready": true, "restartCount": 2, "state": {"running": {"startedAt": "2025-01-02T03:04:05Z"}}}]}
         })

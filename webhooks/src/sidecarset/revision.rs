@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 use super::select::selector_error;
+use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::{
     CUSTOM_VERSION_LABEL, HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SIDECARSET_NAME_LABEL,
     SidecarSet, SidecarSetStatus,
@@ -22,14 +22,14 @@ pub use crate::view::SidecarSetView;
 ///
 /// # Errors
 /// A revision whose data is not a SidecarSet spec.
-pub fn restore(set: &SidecarSet, revision: &ControllerRevision) -> Result<SidecarSet, String> {
+pub fn restore(set: &SidecarSet, revision: &SlimRevision) -> Result<SidecarSet, String> {
     let name = revision.metadata.name.clone().unwrap_or_default();
-    let mut spec = revision
-        .data
-        .as_ref()
-        .and_then(|d| d.0.get("spec"))
-        .cloned()
-        .unwrap_or(Value::Null);
+    let data: Value = match revision.data.as_deref() {
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| format!("ControllerRevision {name} holds no SidecarSet spec: {e}"))?,
+        None => Value::Null,
+    };
+    let mut spec = data.get("spec").cloned().unwrap_or(Value::Null);
     if let Some(obj) = spec.as_object_mut() {
         obj.remove("$patch");
     }

@@ -23,12 +23,14 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::hash::encode_containers;
 use super::inject::{INJECTED_LIST_ANNOTATION, UpgradeSpec, WORKING_HOT_UPGRADE_ANNOTATION};
 use super::select::selector_error;
 use crate::api::pod::{SlimContainer, SlimPod};
+use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::{
     CUSTOM_VERSION_LABEL, HASH_ANNOTATION, SIDECARSET_NAME_LABEL, SidecarContainer, SidecarSet,
     SidecarSetStatus,
@@ -681,6 +683,15 @@ impl NewRevision {
         next
     }
 
+    /// The revision as the cache will hold it once created.
+    pub fn stored(&self) -> SlimRevision {
+        SlimRevision {
+            metadata: self.revision.metadata.clone(),
+            data: RawValue::from_string(self.data.clone()).ok(),
+            revision: self.revision.revision,
+        }
+    }
+
     /// The JSON body of the create request, with `data` byte for byte as [`NewRevision::data`].
     pub fn body(&self) -> String {
         let mut without_data = self.revision.clone();
@@ -737,30 +748,32 @@ pub fn candidate_revision(
     }
 }
 
-/// The canonical text of a stored revision's `data`.
-fn stored_data(r: &ControllerRevision) -> String {
-    r.data
-        .as_ref()
-        .map_or_else(String::new, |d| canonical_json(&d.0))
+/// The canonical text of a stored revision's `data` (`""` without data; data that is not JSON as it is).
+fn stored_data(r: &SlimRevision) -> String {
+    match r.data.as_deref() {
+        None => String::new(),
+        Some(raw) => serde_json::from_str::<Value>(raw.get())
+            .map_or_else(|_| raw.get().to_owned(), |v| canonical_json(&v)),
+    }
 }
 
 /// Whether a stored revision records exactly `data` (the byte comparison of `CreateControllerRevision`).
-pub fn same_data(existing: &ControllerRevision, data: &str) -> bool {
+pub fn same_data(existing: &SlimRevision, data: &str) -> bool {
     stored_data(existing) == data
 }
 
 /// The hash label read as Go's `strconv.ParseInt(…, 10, 32)` does (it only parses when every mapped digit
 /// happens to be a decimal digit).
-fn hash_label_number(r: &ControllerRevision) -> Option<u32> {
-    let label = r.metadata.labels.as_ref()?.get(REVISION_HASH_LABEL)?;
+fn hash_label_number(meta: &ObjectMeta) -> Option<u32> {
+    let label = meta.labels.as_ref()?.get(REVISION_HASH_LABEL)?;
     label.parse::<i32>().ok().map(|n| n.cast_unsigned())
 }
 
 /// `history.EqualRevision`: hash labels, when both parse as numbers, must agree; then the data must be equal.
-fn equal_revision(stored: &ControllerRevision, candidate: &NewRevision) -> bool {
+fn equal_revision(stored: &SlimRevision, candidate: &NewRevision) -> bool {
     if let (Some(a), Some(b)) = (
-        hash_label_number(stored),
-        hash_label_number(&candidate.revision),
+        hash_label_number(&stored.metadata),
+        hash_label_number(&candidate.revision.metadata),
     ) && a != b
     {
         return false;
@@ -769,11 +782,11 @@ fn equal_revision(stored: &ControllerRevision, candidate: &NewRevision) -> bool 
 }
 
 /// `history.SortControllerRevisions` order: `.revision`, then creation time, then name.
-fn revision_order(a: &ControllerRevision, b: &ControllerRevision) -> Ordering {
+fn revision_order(a: &SlimRevision, b: &SlimRevision) -> Ordering {
     a.revision
         .cmp(&b.revision)
         .then_with(|| {
-            let time = |r: &ControllerRevision| r.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            let time = |r: &SlimRevision| r.metadata.creation_timestamp.as_ref().map(|t| t.0);
             time(a).cmp(&time(b))
         })
         .then_with(|| a.metadata.name.cmp(&b.metadata.name))
@@ -783,10 +796,10 @@ fn revision_order(a: &ControllerRevision, b: &ControllerRevision) -> Ordering {
 /// this SidecarSet (by uid) or that have no controller, sorted ([`revision_order`]).
 pub fn owned_revisions(
     set: &SidecarSet,
-    revisions: &[Arc<ControllerRevision>],
-) -> Vec<Arc<ControllerRevision>> {
+    revisions: &[Arc<SlimRevision>],
+) -> Vec<Arc<SlimRevision>> {
     let uid = set.metadata.uid.as_deref().unwrap_or("");
-    let mut owned: Vec<Arc<ControllerRevision>> = revisions
+    let mut owned: Vec<Arc<SlimRevision>> = revisions
         .iter()
         .filter(|r| {
             r.metadata
@@ -851,7 +864,7 @@ pub struct RevisionPlan {
 
 /// The label patch the latest revision needs when `spec.customVersion` is set and differs from its label
 /// (`updateCustomVersionLabel`).
-pub fn custom_version_op(set: &SidecarSet, latest: &ControllerRevision) -> Option<RevisionOp> {
+pub fn custom_version_op(set: &SidecarSet, latest: &SlimRevision) -> Option<RevisionOp> {
     let custom = set
         .spec
         .custom_version
@@ -873,7 +886,7 @@ pub fn custom_version_op(set: &SidecarSet, latest: &ControllerRevision) -> Optio
 fn active_revisions(
     set: &SidecarSet,
     matched: &[Arc<SlimPod>],
-    revisions: &[ControllerRevision],
+    revisions: &[SlimRevision],
 ) -> BTreeSet<String> {
     let mut active: BTreeSet<String> = matched
         .iter()
@@ -912,7 +925,7 @@ fn active_revisions(
 ///   never the latest.
 pub fn plan_revisions(
     set: &SidecarSet,
-    revisions: &[Arc<ControllerRevision>],
+    revisions: &[Arc<SlimRevision>],
     matched: &[Arc<SlimPod>],
     namespace: &str,
     collision_count: i32,
@@ -920,12 +933,12 @@ pub fn plan_revisions(
     let owned = owned_revisions(set, revisions);
     let next = owned.last().map_or(1, |r| r.revision + 1);
     let candidate = candidate_revision(set, namespace, next, collision_count);
-    let equal: Vec<&ControllerRevision> = owned
+    let equal: Vec<&SlimRevision> = owned
         .iter()
         .map(|r| &**r)
         .filter(|r| equal_revision(r, &candidate))
         .collect();
-    let mut history: Vec<ControllerRevision> = owned.iter().map(|r| (**r).clone()).collect();
+    let mut history: Vec<SlimRevision> = owned.iter().map(|r| (**r).clone()).collect();
     let mut ops = Vec::new();
     let latest = match equal.last() {
         Some(eq)
@@ -948,7 +961,7 @@ pub fn plan_revisions(
             renumbered
         }
         None => {
-            let created = candidate.revision.clone();
+            let created = candidate.stored();
             ops.push(RevisionOp::Create(Box::new(candidate)));
             history.push(created.clone());
             created

@@ -63,7 +63,7 @@ fn stored_revision(
     revision: i64,
     data: &str,
     extra_labels: Value,
-) -> Arc<ControllerRevision> {
+) -> Arc<SlimRevision> {
     let mut labels = json!({"kruise.io/sidecarset-name": "sidecarset1", "controller.kubernetes.io/hash": name.rsplit('-').next().unwrap()});
     for (k, v) in extra_labels.as_object().unwrap() {
         labels[k] = v.clone();
@@ -565,4 +565,6 @@ fn every_pod_annotation_read_here_is_kept_by_the_pod_cache() {
             "{key} is read from cached pods but dropped when they are decoded"
         );
     }
+    // is_running_and_ready reads the Ready condition.
+    assert!(crate::api::pod::READ_CONDITIONS.contains(&"Ready"));
 }
