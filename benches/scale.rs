@@ -111,7 +111,7 @@ fn dynamic_store(
             annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
         }
     };
-    shared::watch(api, resource, strip, |_, _| {})
+    shared::watch(api, resource, shared::whole_lists(), strip, |_, _| {})
         .store()
         .clone()
 }

@@ -1,5 +1,10 @@
 //! The cluster view the webhooks read: kube-runtime reflector stores in a cluster, or YAML files standalone.
 //! Also the one question the caches cannot answer: how many custom resources of a CRD exist (a live LIST).
+//!
+//! The stores hold what is read, not whole objects: pods as [`SlimPod`] and ControllerRevisions as
+//! [`SlimRevision`] (decoded straight into what webhooks and the controller read, so a LIST of 10,000 pods
+//! never exists as full objects), every other kind without managedFields. The controllers are driven by the
+//! same stores ([`shared`]): one watch per kind for everything this replica does.
 
 pub mod shared;
 
@@ -14,6 +19,7 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
@@ -126,8 +132,8 @@ impl std::ops::Deref for LiveCache {
     }
 }
 
-/// A shared store of every `K` in the cluster, without managedFields.
-fn watch_all<K>(client: &Client) -> Shared<K>
+/// A shared store of every `K` in the cluster, without managedFields, listing as `config` says.
+fn watch_all<K>(client: &Client, config: watcher::Config) -> Shared<K>
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -140,6 +146,7 @@ where
     shared::watch(
         Api::all(client.clone()),
         (),
+        config,
         shared::strip_managed_fields,
         |_, _| {},
     )
@@ -150,9 +157,9 @@ impl LiveCache {
     /// webhook is served); [`Cluster::synced`] turns true once every store has its first list.
     pub fn start(client: Client, sidecar_sets_in: Option<&str>) -> Self {
         let cache = Self(Arc::new(LiveStores {
-            namespaces: watch_all(&client),
-            pods: watch_all(&client),
-            claims: watch_all(&client),
+            namespaces: watch_all(&client, shared::whole_lists()),
+            pods: watch_all(&client, shared::paged_lists()),
+            claims: watch_all(&client, shared::paged_lists()),
             sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
             client,
             synced: Arc::new(AtomicBool::new(false)),
@@ -421,6 +428,7 @@ impl SidecarSetCache {
         let sets = shared::watch(
             Api::<SidecarSet>::all(client.clone()),
             (),
+            shared::whole_lists(),
             shared::strip_managed_fields,
             move |change, store| {
                 let mut index = writer_index.write().unwrap_or_else(|p| p.into_inner());
@@ -445,6 +453,7 @@ impl SidecarSetCache {
         let revisions = shared::watch(
             Api::<SlimRevision>::namespaced(client.clone(), kruise_namespace),
             (),
+            shared::whole_lists(),
             shared::strip_managed_fields,
             |_, _| {},
         );

@@ -189,12 +189,26 @@ where
     }
 }
 
-/// Watches every `K` that `api` reaches into a shared store: `strip` removes what no webhook or controller
-/// reads before an object enters it, `on_change` runs after each change reached the store (an index kept
-/// beside it). Watch errors are logged and retried with backoff, forever.
+/// How a store lists: whole, at any resourceVersion, from the apiserver's watch cache (the cheapest list for
+/// the apiserver). For kinds whose LIST is small.
+pub fn whole_lists() -> watcher::Config {
+    watcher::Config::default().any_semantic()
+}
+
+/// How a store of a kind with many objects lists: in pages of 500, a consistent read. The apiserver answers a
+/// `resourceVersion=0` LIST whole whatever the limit, and a whole LIST of 10,000 pods is about 45 MB of text,
+/// held two or three times over while it is received and decoded; pages keep that to a few MB.
+pub fn paged_lists() -> watcher::Config {
+    watcher::Config::default().page_size(500)
+}
+
+/// Watches every `K` that `api` reaches into a shared store, listing as `config` says: `strip` removes
+/// what no webhook or controller reads before an object enters it, `on_change` runs after each change
+/// reached the store (an index kept beside it). Watch errors are logged and retried with backoff, forever.
 pub fn watch<K>(
     api: Api<K>,
     dyntype: K::DynamicType,
+    config: watcher::Config,
     strip: fn(&mut K),
     mut on_change: impl FnMut(&Change<K>, &Store<K>) + Send + 'static,
 ) -> Shared<K>
@@ -204,9 +218,7 @@ where
 {
     let (mut publisher, shared) = Publisher::new(dyntype.clone());
     let kind = K::kind(&dyntype).into_owned();
-    let events = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .modify(strip);
+    let events = watcher(api, config).default_backoff().modify(strip);
     tokio::spawn(async move {
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {

@@ -60,8 +60,8 @@ const MAX_COLLISIONS: usize = 10;
 pub trait SidecarSetSource: Send + Sync {
     /// The ControllerRevisions of `namespace` labelled with the SidecarSet's name.
     fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<SlimRevision>>;
-    /// Every Pod.
-    fn pods(&self) -> Vec<Arc<SlimPod>>;
+    /// The Pods whose injected list names the SidecarSet (only those can match it, §9 "Matching pods").
+    fn pods_injected_by(&self, set_name: &str) -> Vec<Arc<SlimPod>>;
     /// A Namespace's labels; `None` when it does not exist.
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>>;
 }
@@ -90,8 +90,11 @@ impl SidecarSetSource for Inputs {
                     .is_some_and(|n| n == set_name)
         })
     }
-    fn pods(&self) -> Vec<Arc<SlimPod>> {
-        self.pods.store().state()
+    fn pods_injected_by(&self, set_name: &str) -> Vec<Arc<SlimPod>> {
+        // Filtered under the store's lock: only the matches' Arcs are cloned.
+        self.pods
+            .store()
+            .state_filter(|p| status::is_pod_injected(p, set_name))
     }
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
         self.namespaces
@@ -129,8 +132,12 @@ impl SidecarSetSource for Snapshot {
             .cloned()
             .collect()
     }
-    fn pods(&self) -> Vec<Arc<SlimPod>> {
-        self.pods.clone()
+    fn pods_injected_by(&self, set_name: &str) -> Vec<Arc<SlimPod>> {
+        self.pods
+            .iter()
+            .filter(|p| status::is_pod_injected(p, set_name))
+            .cloned()
+            .collect()
     }
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
         self.namespaces.get(name).cloned()
@@ -392,7 +399,7 @@ pub async fn reconcile(
     set: &SidecarSet,
     kruise_namespace: &str,
 ) -> Result<Reconciled, ReconcileError> {
-    let pods = source.pods();
+    let pods = source.pods_injected_by(set.name());
     let matched =
         status::matching_pods(set, &pods, |ns| source.namespace_labels(ns)).map_err(|reason| {
             ReconcileError::Selector {
