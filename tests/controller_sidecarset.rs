@@ -191,6 +191,16 @@ async fn expect_status(handle: &mut Handle, resource_version: &str, status: Valu
     call.send
 }
 
+/// Expects the status write §9 gives for one updated, ready pod on resourceVersion 100, and answers it.
+async fn expect_up_to_date_status(handle: &mut Handle) {
+    let send = expect_status(handle, "100", up_to_date_status(NAME_0, 0)).await;
+    respond(
+        send,
+        StatusCode::OK,
+        &set_json(up_to_date_status(NAME_0, 0)),
+    );
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn first_reconcile_creates_the_revision_and_writes_status() {
     let (client, mut handle) = mock();
@@ -199,12 +209,7 @@ async fn first_reconcile_creates_the_revision_and_writes_status() {
     let run = tokio::spawn(async move { reconcile(&client, &source, &set, "kruise-system").await });
 
     expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
-    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
-    respond(
-        send,
-        StatusCode::OK,
-        &set_json(up_to_date_status(NAME_0, 0)),
-    );
+    expect_up_to_date_status(&mut handle).await;
 
     let done = run.await.unwrap().unwrap();
     assert_eq!(
@@ -360,12 +365,7 @@ async fn an_existing_revision_with_the_same_data_is_adopted() {
     .await;
     let call = expect(&mut handle, Method::GET, &format!("{REVISIONS}/{NAME_0}")).await;
     respond(call.send, StatusCode::OK, &stored_revision(NAME_0, DATA));
-    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
-    respond(
-        send,
-        StatusCode::OK,
-        &set_json(up_to_date_status(NAME_0, 0)),
-    );
+    expect_up_to_date_status(&mut handle).await;
     let done = run.await.unwrap().unwrap();
     assert_eq!(done.latest_revision, NAME_0);
     assert_eq!(done.revision_writes, 0);
@@ -450,12 +450,7 @@ async fn the_loop_reconciles_only_while_leading() {
     no_call(&mut handle, "no call while not leading").await;
     leader.send_replace(true);
     expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
-    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
-    respond(
-        send,
-        StatusCode::OK,
-        &set_json(up_to_date_status(NAME_0, 0)),
-    );
+    expect_up_to_date_status(&mut handle).await;
     // Leading again reconciles every SidecarSet at once; a failure is retried with backoff.
     leader.send_replace(false);
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -470,12 +465,7 @@ async fn the_loop_reconciles_only_while_leading() {
     let before = tokio::time::Instant::now();
     expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
     assert!(before.elapsed() >= Duration::from_secs(1), "backed off");
-    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
-    respond(
-        send,
-        StatusCode::OK,
-        &set_json(up_to_date_status(NAME_0, 0)),
-    );
+    expect_up_to_date_status(&mut handle).await;
     controller.stop().await;
 }
 
@@ -571,12 +561,7 @@ async fn a_namespace_label_change_reconciles_sidecarsets_with_a_namespace_select
     stores
         .namespaces
         .apply(Event::Apply(namespace("default", json!({"mesh": "on"}))));
-    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
-    respond(
-        send,
-        StatusCode::OK,
-        &set_json(up_to_date_status(NAME_0, 0)),
-    );
+    expect_up_to_date_status(&mut handle).await;
     controller.stop().await;
 }
 
@@ -622,11 +607,6 @@ async fn nothing_is_reconciled_before_the_caches_are_listed() {
     ));
     pods.apply(Event::InitDone);
     expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
-    let send = expect_status(&mut handle, "100", up_to_date_status(NAME_0, 0)).await;
-    respond(
-        send,
-        StatusCode::OK,
-        &set_json(up_to_date_status(NAME_0, 0)),
-    );
+    expect_up_to_date_status(&mut handle).await;
     controller.stop().await;
 }

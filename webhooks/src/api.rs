@@ -1,6 +1,31 @@
 //! serde types for the Kruise custom resources the webhooks read. Every type keeps the fields it does not
 //! model (`extra`, or the raw JSON), so nothing a user stored is lost when it is written back or injected.
 
+/// `k8s_openapi::Resource` and `Metadata` (so kube's `Resource`: a reflector can store it, an `Api` can
+/// read it) for an API type whose `metadata` field is an `ObjectMeta`.
+macro_rules! resource {
+    ($ty:ty, $api_version:literal, $group:literal, $version:literal, $kind:literal, $plural:literal, $scope:ident) => {
+        impl k8s_openapi::Resource for $ty {
+            const API_VERSION: &'static str = $api_version;
+            const GROUP: &'static str = $group;
+            const KIND: &'static str = $kind;
+            const VERSION: &'static str = $version;
+            const URL_PATH_SEGMENT: &'static str = $plural;
+            type Scope = k8s_openapi::$scope;
+        }
+
+        impl k8s_openapi::Metadata for $ty {
+            type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
 pub mod pod;
 pub mod revision;
 pub mod sidecarset;

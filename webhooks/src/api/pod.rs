@@ -307,24 +307,15 @@ mod wire {
     }
 }
 
-impl k8s_openapi::Resource for SlimPod {
-    const API_VERSION: &'static str = "v1";
-    const GROUP: &'static str = "";
-    const KIND: &'static str = "Pod";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "pods";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for SlimPod {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+resource!(
+    SlimPod,
+    "v1",
+    "",
+    "v1",
+    "Pod",
+    "pods",
+    NamespaceResourceScope
+);
 
 #[cfg(test)]
 mod tests {

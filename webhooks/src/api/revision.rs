@@ -38,24 +38,15 @@ impl PartialEq for SlimRevision {
     }
 }
 
-impl k8s_openapi::Resource for SlimRevision {
-    const API_VERSION: &'static str = "apps/v1";
-    const GROUP: &'static str = "apps";
-    const KIND: &'static str = "ControllerRevision";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "controllerrevisions";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for SlimRevision {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+resource!(
+    SlimRevision,
+    "apps/v1",
+    "apps",
+    "v1",
+    "ControllerRevision",
+    "controllerrevisions",
+    NamespaceResourceScope
+);
 
 #[cfg(test)]
 mod tests {

@@ -489,24 +489,15 @@ impl SidecarSet {
     }
 }
 
-impl k8s_openapi::Resource for SidecarSet {
-    const API_VERSION: &'static str = "apps.kruise.io/v1beta1";
-    const GROUP: &'static str = "apps.kruise.io";
-    const KIND: &'static str = "SidecarSet";
-    const VERSION: &'static str = "v1beta1";
-    const URL_PATH_SEGMENT: &'static str = "sidecarsets";
-    type Scope = k8s_openapi::ClusterResourceScope;
-}
-
-impl k8s_openapi::Metadata for SidecarSet {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+resource!(
+    SidecarSet,
+    "apps.kruise.io/v1beta1",
+    "apps.kruise.io",
+    "v1beta1",
+    "SidecarSet",
+    "sidecarsets",
+    ClusterResourceScope
+);
 
 #[cfg(test)]
 mod tests {
