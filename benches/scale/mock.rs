@@ -228,41 +228,52 @@ impl MockApi {
         objects::sidecar_set(j, resource_version, Some(&status))
     }
 
-    /// The objects of `kind`, as JSON text.
-    fn items(&self, state: &State, kind: Kind) -> Vec<String> {
+    /// How many objects of `kind` there are.
+    fn count(&self, state: &State, kind: Kind) -> usize {
+        let sizes = &self.sizes;
+        match kind {
+            Kind::Namespaces => sizes.namespaces,
+            Kind::Pods => sizes.pods,
+            Kind::Claims => 0,
+            Kind::SidecarSets => sizes.sidecar_sets,
+            Kind::Revisions => sizes.sidecar_sets + state.revisions.len(),
+            Kind::Budgets => sizes.budgets,
+            Kind::Spreads => sizes.spreads,
+        }
+    }
+
+    /// Object `i` of `kind`, as JSON text (generated: only a page is ever held).
+    fn item(&self, state: &State, kind: Kind, i: usize) -> String {
         let sizes = &self.sizes;
         let at = self.initial;
         match kind {
-            Kind::Namespaces => (0..sizes.namespaces)
-                .map(|n| objects::namespace(n, at))
-                .collect(),
-            Kind::Pods => (0..sizes.pods)
-                .map(|i| {
-                    let (rv, ready) = state.pods.get(&i).copied().unwrap_or((at, true));
-                    objects::pod(sizes, i, rv, ready)
-                })
-                .collect(),
-            Kind::Claims => Vec::new(),
-            Kind::SidecarSets => (0..sizes.sidecar_sets)
-                .map(|j| self.sidecar_set(state, j))
-                .collect(),
-            Kind::Revisions => (0..sizes.sidecar_sets)
-                .map(|j| objects::revision(j, at).1)
-                .chain(state.revisions.values().cloned())
-                .collect(),
-            Kind::Budgets => (0..sizes.budgets)
-                .map(|j| objects::budget(sizes, j, at))
-                .collect(),
-            Kind::Spreads => (0..sizes.spreads)
-                .map(|j| objects::spread(sizes, j, at))
-                .collect(),
+            Kind::Namespaces => objects::namespace(i, at),
+            Kind::Pods => {
+                let (rv, ready) = state.pods.get(&i).copied().unwrap_or((at, true));
+                objects::pod(sizes, i, rv, ready)
+            }
+            Kind::Claims => String::new(),
+            Kind::SidecarSets => self.sidecar_set(state, i),
+            Kind::Revisions => match i.checked_sub(sizes.sidecar_sets) {
+                None => objects::revision(i, at).1,
+                Some(created) => state
+                    .revisions
+                    .values()
+                    .nth(created)
+                    .cloned()
+                    .unwrap_or_default(),
+            },
+            Kind::Budgets => objects::budget(sizes, i, at),
+            Kind::Spreads => objects::spread(sizes, i, at),
         }
     }
 
     /// The byte length of the whole LIST of `kind`.
     pub fn list_bytes(&self, kind: Kind) -> usize {
         let state = self.lock();
-        self.items(&state, kind).iter().map(|i| i.len() + 1).sum()
+        (0..self.count(&state, kind))
+            .map(|i| self.item(&state, kind, i).len() + 1)
+            .sum()
     }
 
     /// Publishes a watch event of `kind` for `object` at `resource_version`.
@@ -347,7 +358,7 @@ impl MockApi {
         uri: &http::Uri,
     ) -> Response<Body> {
         let state = self.lock();
-        let items = self.items(&state, kind);
+        let count = self.count(&state, kind);
         // The watch cache serves resourceVersion=0 whole, whatever the limit; other lists come in pages.
         let whole = query(uri, "resourceVersion") == Some("0");
         let start: usize = query(uri, "continue")
@@ -357,23 +368,21 @@ impl MockApi {
             .and_then(|l| l.parse().ok())
             .filter(|_| !whole)
             .unwrap_or(usize::MAX);
-        let end = start.saturating_add(limit).min(items.len());
-        let cont = if end < items.len() {
+        let end = start.saturating_add(limit).min(count);
+        let cont = if end < count {
             format!(r#","continue":"{end}""#)
         } else {
             String::new()
         };
-        let page = &items[start.min(end)..end];
-        let mut out = String::with_capacity(page.iter().map(|i| i.len() + 1).sum::<usize>() + 200);
-        out.push_str(&format!(
+        let mut out = format!(
             r#"{{"kind":"{list_kind}","apiVersion":"{api_version}","metadata":{{"resourceVersion":"{}"{cont}}},"items":["#,
             state.resource_version
-        ));
-        for (n, item) in page.iter().enumerate() {
-            if n > 0 {
+        );
+        for i in start.min(end)..end {
+            if i > start {
                 out.push(',');
             }
-            out.push_str(item);
+            out.push_str(&self.item(&state, kind, i));
         }
         out.push_str("]}");
         drop(state);
