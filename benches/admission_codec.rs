@@ -73,7 +73,7 @@ fn review_bytes() -> Vec<u8> {
 fn bench(c: &mut Criterion) {
     let body = review_bytes();
     let mut verdict = Verdict::allow();
-    verdict.patch = kruise_webhooks::patch::from_json(json!([
+    verdict.patch = kruise_webhooks::json::patch::from_json(json!([
         {"op": "add", "path": "/spec/containers/3", "value": {"name": "sidecar", "image": "sidecar:1", "resources": {}}},
         {"op": "add", "path": "/metadata/annotations/kruise.io~1sidecarset-hash", "value": "{\"s\":{\"hash\":\"abc\"}}"}
     ]))

@@ -144,7 +144,7 @@ fn bench(c: &mut Criterion) {
     .unwrap()
     .request;
     let patch = mutate(&example_req, &example, &ctx).unwrap().patch;
-    let patch = String::from_utf8(kruise_webhooks::patch::to_json(&patch)).unwrap();
+    let patch = String::from_utf8(kruise_webhooks::json::patch::to_json(&patch)).unwrap();
     for name in ["envoy", "log-agent", "config-reloader"] {
         assert!(patch.contains(name), "{name} is injected: {patch}");
     }

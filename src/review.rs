@@ -14,7 +14,8 @@ use kruise_webhooks::admission::{
 };
 use kruise_webhooks::fixture::FixtureCluster;
 use kruise_webhooks::registry::{self, WebhookSpec};
-use kruise_webhooks::{FeatureGates, Verdict, patch};
+use kruise_webhooks::json::patch;
+use kruise_webhooks::{FeatureGates, Verdict};
 
 use crate::cache::{self, Cluster};
 use crate::config::ReviewConfig;

@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 
 use crate::WebhookError;
 use crate::json::{self, Cursor};
-use crate::patch::write_str;
+use crate::json::patch::write_str;
 use crate::verdict::{Decision, Verdict};
 
 /// `admission.k8s.io/v1`.
@@ -727,7 +727,7 @@ impl AdmissionResponse {
         };
         let (patch, patch_type) = if allowed && !verdict.patch.is_empty() {
             (
-                Some(PatchText(crate::patch::to_json(&verdict.patch))),
+                Some(PatchText(crate::json::patch::to_json(&verdict.patch))),
                 Some("JSONPatch".to_owned()),
             )
         } else {
@@ -783,7 +783,7 @@ pub struct PatchText(pub Vec<u8>);
 impl Serialize for PatchText {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut letters = Vec::new();
-        crate::patch::write_base64(&mut letters, &self.0);
+        crate::json::patch::write_base64(&mut letters, &self.0);
         let letters = std::str::from_utf8(&letters).map_err(serde::ser::Error::custom)?;
         serializer.serialize_str(letters)
     }
@@ -836,7 +836,7 @@ pub fn encode_review(api_version: Option<&str>, response: &AdmissionResponse) ->
     if let Some(patch) = &response.patch {
         // Base64 letters need no escape.
         out.extend_from_slice(b",\"patch\":\"");
-        crate::patch::write_base64(&mut out, &patch.0);
+        crate::json::patch::write_base64(&mut out, &patch.0);
         out.push(b'"');
     }
     if let Some(patch_type) = &response.patch_type {
@@ -1048,7 +1048,7 @@ mod tests {
     /// An allowing verdict with the patch `ops`.
     fn patching(ops: Value) -> Verdict {
         let mut v = Verdict::allow();
-        v.patch = crate::patch::from_json(ops).unwrap();
+        v.patch = crate::json::patch::from_json(ops).unwrap();
         v
     }
 

@@ -14,7 +14,7 @@ use crate::admission::{AdmissionRequest, Operation};
 use crate::api::sidecarset::HASH_ANNOTATION;
 use crate::features::FeatureGates;
 use crate::json::string_value;
-use crate::rawpod::{RawPod, Section, elements_of, string_map};
+use crate::json::rawpod::{RawPod, Section, elements_of, string_map};
 use crate::selector::WithLabel;
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
@@ -53,7 +53,7 @@ fn check_shape(doc: &RawPod<'_>) -> Result<(), String> {
 
 /// The pod's labels (none when absent or null), checked to be a map of strings as decoding into a Pod
 /// would (a failure is a 400). Read from their text as received: no step writes them (they are not among
-/// [`crate::rawpod::TREE_FIELDS`]), and they are read before any step runs.
+/// [`crate::json::rawpod::TREE_FIELDS`]), and they are read before any step runs.
 fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
     let mut labels = BTreeMap::new();
     let Some(text) = doc.received(Section::Metadata, "labels") else {
@@ -71,7 +71,7 @@ fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
 fn owned_by_kruise(doc: &RawPod<'_>) -> bool {
     doc.received(Section::Metadata, "ownerReferences")
         // Most pods have no Kruise owner: their references are not read further.
-        .filter(|text| crate::scan::may_spell(text.as_bytes(), b"apps.kruise.io"))
+        .filter(|text| crate::json::scan::may_spell(text.as_bytes(), b"apps.kruise.io"))
         .into_iter()
         .flat_map(elements_of)
         .any(|r| {

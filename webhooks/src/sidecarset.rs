@@ -4,7 +4,6 @@
 pub mod defaults;
 pub mod hash;
 pub mod inject;
-pub mod merge_patch;
 pub mod resources;
 pub mod revision;
 pub mod select;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::patch::Op;
+use crate::json::patch::Op;
 
 /// A policy refusal: `allowed: false` with this status code, reason and message.
 #[derive(Debug, Clone, PartialEq, Eq)]

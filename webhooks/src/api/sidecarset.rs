@@ -297,14 +297,14 @@ impl Written {
             .filter(|(key, _)| !KRUISE_CONTAINER_FIELDS.contains(&key.as_str()));
         for (key, value) in injected {
             let head = text.len();
-            crate::patch::write_str(&mut text, key);
+            crate::json::patch::write_str(&mut text, key);
             text.push(b':');
             let start = text.len();
-            crate::patch::write_value(&mut text, value);
+            crate::json::patch::write_value(&mut text, value);
             members.push((head, start, text.len()));
         }
         Self {
-            text: crate::patch::written_text(text),
+            text: crate::json::patch::written_text(text),
             members: members.into(),
         }
     }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-pub(super) use crate::gojson::go_quote as quote;
+pub(super) use crate::json::go::go_quote as quote;
 
 /// Go's `strconv.ParseInt(s, 10, bits)`, with its error text
 /// (`strconv.ParseInt: parsing "x": invalid syntax` / `value out of range`).

@@ -64,7 +64,7 @@ spec:
 
 fn apply(req: &AdmissionRequest, verdict: &Verdict) -> Value {
     let raw: Value = serde_json::from_str(req.object.as_ref().unwrap().get()).unwrap();
-    let patched = crate::patch::apply(&raw, &verdict.patch)
+    let patched = crate::json::patch::apply(&raw, &verdict.patch)
         .expect("the patch applies to the raw request object");
     let _: Pod = serde_json::from_value(patched.clone()).expect("the result decodes as a Pod");
     patched
@@ -168,8 +168,8 @@ fn same_input_same_patch_whatever_the_load_order() {
     let a = mutate(&req, &cluster(TWO_SETS), &ctx(&gates)).unwrap();
     let b = mutate(&req, &cluster(&reversed), &ctx(&gates)).unwrap();
     assert_eq!(
-        crate::patch::to_json(&a.patch),
-        crate::patch::to_json(&b.patch)
+        crate::json::patch::to_json(&a.patch),
+        crate::json::patch::to_json(&b.patch)
     );
 }
 
@@ -538,7 +538,7 @@ fn a_kruise_controller_is_found_in_the_references_as_received() {
     let owned = |refs: &str| {
         let text =
             format!(r#"{{"metadata": {{"name": "p", "ownerReferences": {refs}}}, "spec": {{}}}}"#);
-        owned_by_kruise(&crate::rawpod::RawPod::parse_str(&text).unwrap())
+        owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(&text).unwrap())
     };
     for (refs, wanted) in [
         (
@@ -583,7 +583,7 @@ fn a_kruise_controller_is_found_in_the_references_as_received() {
     let twice = r#"{"metadata": {"ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "controller": true}],
         "ownerReferences": []}}"#;
     assert!(
-        !owned_by_kruise(&crate::rawpod::RawPod::parse_str(twice).unwrap()),
+        !owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(twice).unwrap()),
         "the last one stands"
     );
 }
@@ -592,7 +592,7 @@ fn a_kruise_controller_is_found_in_the_references_as_received() {
 fn labels_are_read_from_their_text_as_a_pod_decodes_them() {
     let labels = |meta: &str| {
         let text = format!(r#"{{"metadata": {meta}, "spec": {{}}}}"#);
-        pod_labels(&crate::rawpod::RawPod::parse_str(&text).unwrap())
+        pod_labels(&crate::json::rawpod::RawPod::parse_str(&text).unwrap())
     };
     let map = |pairs: &[(&str, &str)]| {
         Ok(pairs

@@ -27,7 +27,8 @@ use crate::admission::{AdmissionRequest, Operation};
 use crate::api::sidecarset::{HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION};
 use crate::quantity;
 use crate::sidecarset::hash;
-use crate::{Verdict, WebhookError, patch};
+use crate::json::patch;
+use crate::{Verdict, WebhookError};
 
 pub use self::image::default_pull_policy;
 

@@ -12,13 +12,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::merge_patch::merge_patch;
+use crate::json::merge_patch::merge_patch;
 use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
-use crate::gojson;
-use crate::patch::{Json, write_str, write_value, written_text};
-use crate::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
+use crate::json::go as gojson;
+use crate::json::patch::{Json, write_str, write_value, written_text};
+use crate::json::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
 
 /// `kruise.io/sidecarset-injected-list`.
 pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
@@ -203,7 +203,7 @@ impl Piece {
         // Go's escapes: `written` holds whole strings, where the characters Go escapes can only be.
         let plain = gojson::go_escaped(written_text(written).into_string());
         let mut quoted = Vec::with_capacity(plain.len() + plain.len() / 4);
-        crate::patch::write_str_inner(&mut quoted, &plain);
+        crate::json::patch::write_str_inner(&mut quoted, &plain);
         Self {
             plain,
             quoted: written_text(quoted),

@@ -35,7 +35,7 @@ use crate::api::sidecarset::{
     CUSTOM_VERSION_LABEL, HASH_ANNOTATION, SIDECARSET_NAME_LABEL, SidecarContainer, SidecarSet,
     SidecarSetStatus,
 };
-use crate::gojson;
+use crate::json::go as gojson;
 use crate::selector;
 
 /// `kruise.io/sidecarset-inplace-update-state` (pod, written by in-place updates).

@@ -271,7 +271,7 @@ pub fn aggregate(errors: &[FieldError]) -> String {
     }
 }
 
-pub use crate::gojson::go_quote;
+pub use crate::json::go::go_quote;
 
 /// Go's `%#v` of a `[]string`: `[]string{"a", "b"}` (`[]string(nil)` when empty, as a nil slice prints).
 pub fn go_string_slice(values: &[String]) -> String {

@@ -80,11 +80,11 @@ fn run_with(
     let expected = doc.to_value();
     let ops = doc.into_patch();
     assert_eq!(
-        String::from_utf8(crate::patch::to_json(&ops)).unwrap(),
-        serde_json::to_string(&crate::patch::operations(&ops).unwrap()).unwrap(),
+        String::from_utf8(crate::json::patch::to_json(&ops)).unwrap(),
+        serde_json::to_string(&crate::json::patch::operations(&ops).unwrap()).unwrap(),
         "containers written as text are the bytes serde_json writes for them as trees"
     );
-    *pod = crate::patch::apply(pod, &ops).unwrap();
+    *pod = crate::json::patch::apply(pod, &ops).unwrap();
     assert_eq!(*pod, expected, "the patch gives the pod the steps built");
     Ok(changed)
 }
@@ -856,7 +856,7 @@ fn shared_mounts_and_transferred_envs_are_copied_as_received() {
     assert!(inject(&mut doc, &[set], opts(), &no_resources).unwrap());
     let expected = doc.to_value();
     let ops = doc.into_patch();
-    let patch = String::from_utf8(crate::patch::to_json(&ops)).unwrap();
+    let patch = String::from_utf8(crate::json::patch::to_json(&ops)).unwrap();
     assert!(patch.contains(&format!("[{mount}]")), "{patch}");
     assert!(
         patch.contains(&format!(
@@ -865,7 +865,7 @@ fn shared_mounts_and_transferred_envs_are_copied_as_received() {
         "{patch}"
     );
     let pod: Value = serde_json::from_str(&text).unwrap();
-    let patched = crate::patch::apply(&pod, &ops).unwrap();
+    let patched = crate::json::patch::apply(&pod, &ops).unwrap();
     assert_eq!(patched, expected);
     let sidecar = container(&patched, "containers", "dns-f");
     assert_eq!(
@@ -897,7 +897,7 @@ fn a_sidecar_taking_nothing_from_the_pod_is_written_once_and_shared() {
         let ops = doc.into_patch();
         let added = |name: &str| {
             ops.iter()
-                .filter_map(crate::patch::Op::value)
+                .filter_map(crate::json::patch::Op::value)
                 .find(|v| v.to_value()["name"] == name)
                 .cloned()
                 .unwrap()

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::calculator::{Value as V, evaluate};
 use super::*;
-use crate::rawpod::RawPod;
+use crate::json::rawpod::RawPod;
 
 fn qty(s: &str) -> Quantity {
     Quantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))

@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::gojson;
+use crate::json::go as gojson;
 use crate::json::Cursor;
 
 /// evanphx/json-patch's error for a document that is not JSON, or is `null`.

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 
 use crate::admission::RawJson;
 use crate::json::{Cursor, string_value, valid_tree};
-use crate::patch::{self, Json, Op, Step};
+use crate::json::patch::{self, Json, Op, Step};
 
 /// How a container list appeared in the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +119,7 @@ impl<'l> RawContainer<'l> {
     /// A test without parsing, so a step can skip members that cannot hold what it looks for.
     pub fn may_contain(self, key: &str, word: &str) -> bool {
         member(self.members, key)
-            .is_some_and(|m| crate::scan::may_spell(m.text.as_bytes(), word.as_bytes()))
+            .is_some_and(|m| crate::json::scan::may_spell(m.text.as_bytes(), word.as_bytes()))
     }
 
     /// The string member `key`, `""` when absent or not a string.

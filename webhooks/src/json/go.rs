@@ -22,7 +22,7 @@ pub(crate) fn go_escaped(json: String) -> String {
 
 /// `<`, `>`, `&`, or a byte that may start U+2028 / U+2029.
 fn needs_go_escape(json: &str) -> bool {
-    crate::scan::any(json.as_bytes(), |b| matches!(b, b'<' | b'>' | b'&' | 0xE2))
+    crate::json::scan::any(json.as_bytes(), |b| matches!(b, b'<' | b'>' | b'&' | 0xE2))
 }
 
 fn escape_slow(json: &str) -> String {

@@ -9,7 +9,7 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value};
 
-use crate::scan;
+use crate::json::scan;
 
 /// One step of a path.
 #[derive(Clone, Copy)]
