@@ -13,8 +13,8 @@ use kruise_webhooks::admission::{
     self, AdmissionRequest, AdmissionResponse, AdmissionReview, RawJson,
 };
 use kruise_webhooks::fixture::FixtureCluster;
-use kruise_webhooks::registry::{self, WebhookSpec};
 use kruise_webhooks::json::patch;
+use kruise_webhooks::registry::{self, WebhookSpec};
 use kruise_webhooks::{FeatureGates, Verdict};
 
 use crate::cache::{self, Cluster};

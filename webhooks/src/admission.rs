@@ -17,8 +17,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::WebhookError;
-use crate::json::{self, Cursor};
 use crate::json::patch::write_str;
+use crate::json::{self, Cursor};
 use crate::verdict::{Decision, Verdict};
 
 /// `admission.k8s.io/v1`.
@@ -54,7 +54,7 @@ impl RawJson {
         }
     }
 
-    /// The value at `span` of `whole`, a text [`json::validate`] accepted with these `ends`.
+    /// The value at `span` of `whole`, a text [`json::scan`] accepted with these `ends`.
     fn checked(whole: &str, ends: &[(usize, usize)], span: std::ops::Range<usize>) -> Self {
         Self {
             text: whole[span.clone()].into(),
@@ -374,7 +374,7 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionReview, ReviewError> {
         .map_err(|e| {
             ReviewError::Malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
         })?;
-    let Some(ends) = json::validate(text) else {
+    let Ok(ends) = json::scan(text, json::MAX_ENDS) else {
         return whole(text).and_then(checked_review);
     };
     // The review is read from the text checked once; a body of unusual shape goes to serde whole, which
@@ -610,7 +610,7 @@ fn request(text: &str, ends: &json::Ends, c: &mut Cursor<'_>) -> Result<Admissio
     })
 }
 
-/// The review read straight from text [`json::validate`] accepted, when it has the usual shape: each member
+/// The review read straight from text [`json::scan`] accepted, when it has the usual shape: each member
 /// the types name holds what serde takes for it (`null` included), none is written twice, no key has an
 /// escape. Members the types do not name are skipped, as serde skips them. `None` for anything else: the
 /// caller reads the body through serde, which decides, and words any error.
@@ -969,11 +969,12 @@ mod tests {
             bodies.push(body);
         }
         // Deeper than the check follows: decoded by serde alone.
-        let deep = "[".repeat(2 * json::MAX_DEPTH) + &"]".repeat(2 * json::MAX_DEPTH);
+        let deep =
+            "[".repeat(2 * json::scan::MAX_NESTING) + &"]".repeat(2 * json::scan::MAX_NESTING);
         bodies.push(format!(
             r#"{head}"request":{{"operation":"CREATE","object":{{"a":{deep}}}}}}}"#
         ));
-        assert!(json::validate(bodies.last().expect("pushed")).is_none());
+        assert!(json::scan(bodies.last().expect("pushed"), json::MAX_ENDS).is_err());
         for body in &bodies {
             let by_serde = whole(body).and_then(checked_review);
             assert_eq!(
@@ -986,7 +987,8 @@ mod tests {
 
     /// Whether `body` takes the direct read (not serde's).
     fn read_directly(body: &str) -> bool {
-        json::validate(body)
+        json::scan(body, json::MAX_ENDS)
+            .ok()
             .and_then(|ends| direct(body, &ends))
             .is_some()
     }

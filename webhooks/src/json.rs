@@ -9,3 +9,4 @@ pub mod rawpod;
 pub(crate) mod scan;
 
 pub(crate) use cursor::*;
+pub(crate) use scan::{Ends, MAX_ENDS, scan};

@@ -14,8 +14,8 @@ use kruise_webhooks::FeatureGates;
 use kruise_webhooks::admission::AdmissionRequest;
 use kruise_webhooks::fixture::FixtureCluster;
 use kruise_webhooks::json::patch;
-use kruise_webhooks::pod::{PodContext, mutate};
 use kruise_webhooks::json::rawpod::RawPod;
+use kruise_webhooks::pod::{PodContext, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -1,109 +1,10 @@
-//! JSON text read without building values: a strict validator ([`validate`]) and a structural cursor over
-//! text it accepted ([`Cursor`]). Admission requests are checked once, here, and their objects then read
-//! in place (the raw pod, the split of a review in `admission`).
+//! Structural reading of text known to be valid JSON (the [scanner](super::scan) accepted it, or this crate
+//! wrote it): where values start and end, in one pass, without building them ([`Cursor`]); the strings
+//! they hold ([`string_value`]); and, where a caller needs one, the tree serde_json would build ([`tree`]).
 
 use std::borrow::Cow;
 
-use crate::json::scan;
-
-/// Where the containers of a valid text close: for each `{` and `[`, in the order they open, its offset and
-/// the offset just past its matching `}` or `]`. A [`Cursor`] given them moves past a container in one step.
-/// At most [`MAX_ENDS`] are recorded, the first to open; a cursor reads through the others.
-pub(crate) type Ends = Vec<(usize, usize)>;
-
-/// How many container ends [`validate`] records: far more than a pod has (one per env var, port, mount…),
-/// and a bound on what a body of many small containers makes it allocate (1 MiB).
-pub(crate) const MAX_ENDS: usize = 1 << 16;
-
-/// How deep [`validate`] follows containers: far deeper than any Kubernetes object (serde_json builds a
-/// `Value` 128 deep at most); a deeper text is not accepted, and callers fall back to serde, which skips
-/// it with one byte per level.
-pub(crate) const MAX_DEPTH: usize = 1024;
-
-/// Whether [`validate`] accepts `text`.
-#[cfg(test)]
-pub(crate) fn is_valid(text: &str) -> bool {
-    validate(text).is_some()
-}
-
-/// Checks that `text` is exactly one JSON value (RFC 8259) with whitespace around it, with at most
-/// [`MAX_DEPTH`] containers around any value: as strict as serde_json when it skips a value (the checks behind
-/// `serde_json::from_str::<IgnoredAny>`). Strings: no control character, escapes among
-/// `\" \\ \/ \b \f \n \r \t \uXXXX`; numbers: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`; no trailing
-/// comma; no recursion (the open containers are a stack). UTF-8 is given by `&str`. `Some` with where
-/// its containers close when it is.
-pub(crate) fn validate(text: &str) -> Option<Ends> {
-    // Room for a container every 32 bytes, about what a pod has: one allocation, no regrowth (a larger
-    // text grows it as it needs).
-    let mut ends = Vec::with_capacity((text.len() / 32).min(1024));
-    check(text.as_bytes(), &mut ends, MAX_ENDS).map(|()| ends)
-}
-
-fn check(b: &[u8], ends: &mut Ends, max_ends: usize) -> Option<()> {
-    let mut stops = Stops::new(b);
-    // The open containers, innermost last: whether it is an object, and its place in `ends` (`usize::MAX`
-    // once `max_ends` are recorded: the rest are read through).
-    let mut open: Vec<(bool, usize)> = Vec::with_capacity(16);
-    let mut i = whitespace(b, 0);
-    'value: loop {
-        // A value starts at `i`.
-        match *b.get(i)? {
-            c @ (b'{' | b'[') => {
-                let object = c == b'{';
-                let at = if ends.len() < max_ends {
-                    ends.push((i, 0));
-                    ends.len() - 1
-                } else {
-                    usize::MAX
-                };
-                i = whitespace(b, i + 1);
-                if b.get(i) == Some(if object { &b'}' } else { &b']' }) {
-                    i += 1;
-                    if let Some(end) = ends.get_mut(at) {
-                        end.1 = i;
-                    }
-                } else {
-                    if open.len() == MAX_DEPTH {
-                        return None;
-                    }
-                    open.push((object, at));
-                    if object {
-                        i = key(b, i, &mut stops)?;
-                    }
-                    continue 'value;
-                }
-            }
-            b'"' => i = stops.string(i)?,
-            b't' => i = literal(b, i, b"true")?,
-            b'f' => i = literal(b, i, b"false")?,
-            b'n' => i = literal(b, i, b"null")?,
-            b'-' | b'0'..=b'9' => i = number(b, i)?,
-            _ => return None,
-        }
-        // After a value: close containers until the next member or element, or the end.
-        loop {
-            i = whitespace(b, i);
-            match (open.last(), b.get(i)) {
-                (None, None) => return Some(()),
-                (Some(&(object, _)), Some(b',')) => {
-                    i = whitespace(b, i + 1);
-                    if object {
-                        i = key(b, i, &mut stops)?;
-                    }
-                    continue 'value;
-                }
-                (Some(&(true, at)), Some(b'}')) | (Some(&(false, at)), Some(b']')) => {
-                    open.pop();
-                    i += 1;
-                    if let Some(end) = ends.get_mut(at) {
-                        end.1 = i;
-                    }
-                }
-                _ => return None,
-            }
-        }
-    }
-}
+use super::scan::{Ends, find, skip_space};
 
 /// The entries of `ends` (of a whole text) for the value at `span` of it, with offsets from its start.
 pub(crate) fn ends_within(ends: &[(usize, usize)], span: std::ops::Range<usize>) -> Ends {
@@ -115,136 +16,10 @@ pub(crate) fn ends_within(ends: &[(usize, usize)], span: std::ops::Range<usize>)
         .collect()
 }
 
-#[inline(always)]
-fn whitespace(b: &[u8], mut i: usize) -> usize {
-    // Most JSON an apiserver sends has none: one test.
-    while let Some(&c) = b.get(i)
-        && c <= b' '
-        && matches!(c, b' ' | b'\n' | b'\r' | b'\t')
-    {
-        i += 1;
-    }
-    i
-}
-
-/// A member's key at `i` and its `:`: the index of the value after it.
-#[inline(always)]
-fn key(b: &[u8], i: usize, stops: &mut Stops<'_>) -> Option<usize> {
-    if b.get(i) != Some(&b'"') {
-        return None;
-    }
-    let i = whitespace(b, stops.string(i)?);
-    (b.get(i) == Some(&b':')).then(|| whitespace(b, i + 1))
-}
-
-/// Where the strings of a text stop (a `"`, a `\`, a control character), found from the bit mask of their
-/// 64-byte block: the validator moves forward, so each block's mask is computed once for all its strings.
-struct Stops<'b> {
-    b: &'b [u8],
-    /// The block whose mask is held (`usize::MAX` before the first).
-    block: usize,
-    mask: u64,
-}
-
-impl<'b> Stops<'b> {
-    fn new(b: &'b [u8]) -> Self {
-        Self {
-            b,
-            block: usize::MAX,
-            mask: 0,
-        }
-    }
-
-    /// The first stop at or after `j` (`b.len()` when none).
-    #[inline(always)]
-    fn next(&mut self, mut j: usize) -> usize {
-        loop {
-            let block = j / 64;
-            if block != self.block {
-                if j >= self.b.len() {
-                    return self.b.len();
-                }
-                self.mask = scan::json_escapes_in_block(self.b, block * 64);
-                self.block = block;
-            }
-            let ahead = self.mask >> (j % 64);
-            if ahead != 0 {
-                return j + ahead.trailing_zeros() as usize;
-            }
-            j = (block + 1) * 64;
-        }
-    }
-
-    /// The index just past the valid string whose opening quote is at `open`.
-    #[inline(always)]
-    fn string(&mut self, open: usize) -> Option<usize> {
-        let mut j = open + 1;
-        loop {
-            j = self.next(j);
-            if *self.b.get(j)? == b'"' {
-                return Some(j + 1);
-            }
-            j = escape(self.b, j)?;
-        }
-    }
-}
-
-/// Past the escape (or control character: `None`) at `j` in a string.
-#[inline(never)]
-fn escape(b: &[u8], j: usize) -> Option<usize> {
-    if b[j] != b'\\' {
-        return None; // a control character
-    }
-    match *b.get(j + 1)? {
-        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(j + 2),
-        b'u' if b.get(j + 2..j + 6)?.iter().all(u8::is_ascii_hexdigit) => Some(j + 6),
-        _ => None,
-    }
-}
-
-fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
-    (b.get(i..i + word.len())? == word).then_some(i + word.len())
-}
-
-fn digits(b: &[u8], mut i: usize) -> usize {
-    while b.get(i).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-    }
-    i
-}
-
-/// One or more digits from `i`: the index after them.
-fn some_digits(b: &[u8], i: usize) -> Option<usize> {
-    let end = digits(b, i);
-    (end > i).then_some(end)
-}
-
-fn number(b: &[u8], mut i: usize) -> Option<usize> {
-    if b[i] == b'-' {
-        i += 1;
-    }
-    i = match *b.get(i)? {
-        b'0' => i + 1,
-        b'1'..=b'9' => digits(b, i),
-        _ => return None,
-    };
-    if b.get(i) == Some(&b'.') {
-        i = some_digits(b, i + 1)?;
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        i = some_digits(b, i)?;
-    }
-    Some(i)
-}
-
-/// The tree of text known to be valid JSON: a value of a request [`validate`] accepted, or text this crate
+/// The tree of text known to be valid JSON: a value of a request the scanner accepted, or text this crate
 /// wrote. The parse fails only where serde_json's does on valid JSON, past its 128 levels of nesting (no
-/// Kubernetes object is that deep; `validate` follows [`MAX_DEPTH`]) or on a string that does not decode (a
-/// lone surrogate), and such a value reads as `null`.
+/// Kubernetes object is that deep) or on a string that does not decode (a lone surrogate), and such a value
+/// reads as `null`.
 pub(crate) fn valid_tree(text: &str) -> serde_json::Value {
     tree(text).unwrap_or(serde_json::Value::Null)
 }
@@ -312,7 +87,7 @@ pub(crate) fn string_end(b: &[u8], open: usize) -> (usize, bool) {
     let mut j = open + 1;
     let mut escaped = false;
     loop {
-        j = scan::quote_or_backslash(b, j);
+        j = find(b, j, |c| c == b'"' || c == b'\\');
         match b.get(j) {
             Some(b'\\') => {
                 escaped = true;
@@ -346,8 +121,8 @@ pub(crate) fn string_value(text: &str) -> Option<Cow<'_, str>> {
 /// What [`Cursor::object`] calls for each member: the cursor at its value, and its key.
 type Member<'f, 'a> = dyn FnMut(&mut Cursor<'a>, Cow<'a, str>) -> Result<(), String> + 'f;
 
-/// Structural reading of text known to be valid JSON ([`validate`] accepted it): where values start and
-/// end, in one pass, without building them.
+/// Structural reading of text known to be valid JSON (the scanner accepted it): where values start and end,
+/// in one pass, without building them.
 pub(crate) struct Cursor<'a> {
     pub(crate) text: &'a str,
     pub(crate) i: usize,
@@ -359,7 +134,7 @@ pub(crate) struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `text`, which must be valid JSON, with where its containers close (as
-    /// [`validate`] records them: the first to open, up to [`MAX_ENDS`]; or none).
+    /// [`super::scan::scan`] records them: the first to open; or none).
     pub(crate) fn new(text: &'a str, ends: &'a [(usize, usize)]) -> Self {
         Self {
             text,
@@ -397,7 +172,7 @@ impl<'a> Cursor<'a> {
 
     /// The next byte that is not whitespace (the cursor moves to it).
     pub(crate) fn peek(&mut self) -> Option<u8> {
-        self.i = whitespace(self.bytes(), self.i);
+        self.i = skip_space(self.bytes(), self.i);
         self.bytes().get(self.i).copied()
     }
 
@@ -514,88 +289,9 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::scan::tests::json_text;
+    use crate::json::scan::{MAX_ENDS, scan};
     use proptest::prelude::*;
-    use serde::de::IgnoredAny;
-
-    fn serde_accepts(text: &str) -> bool {
-        serde_json::from_str::<IgnoredAny>(text).is_ok()
-    }
-
-    #[test]
-    fn accepts_and_refuses_what_serde_does() {
-        let cases = [
-            "null",
-            " true ",
-            "false",
-            "nul",
-            "nulll",
-            "0",
-            "-0",
-            "01",
-            "-",
-            "1.",
-            "1.5",
-            ".5",
-            "1e5",
-            "1E+5",
-            "1e-",
-            "1e",
-            "-1.25e-7",
-            "1.5e400",
-            r#""""#,
-            r#""a\"b""#,
-            r#""\u00e9\/\b\f\n\r\t\\""#,
-            r#""\u00g9""#,
-            r#""\u00e""#,
-            r#""\x""#,
-            "\"tab\there\"",
-            "\"unterminated",
-            r#""\"#,
-            "{}",
-            "[]",
-            "{ }",
-            "[ ]",
-            r#"{"a":1}"#,
-            r#"{"a":1,}"#,
-            r#"{"a" : [1, 2 , {"b":null}] }"#,
-            r#"{"a":1 "b":2}"#,
-            r#"{a:1}"#,
-            r#"{"a"}"#,
-            r#"{"a":}"#,
-            "[1,]",
-            "[,1]",
-            "[1 2]",
-            "[1,2]]",
-            "[[[]]]",
-            "[[[]]",
-            "{]",
-            "[}",
-            "",
-            "   ",
-            "1 2",
-            r#"{"a":1}x"#,
-            "\u{feff}{}",
-            "{\"k\":\"é\"}",
-            "[\u{0c}]",
-        ];
-        for case in cases {
-            assert_eq!(is_valid(case), serde_accepts(case), "{case:?}");
-        }
-        let nested = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
-        // The innermost `[]` holds no value: MAX_DEPTH containers are around the deepest one.
-        assert_eq!(
-            validate(&nested(MAX_DEPTH + 1)).map(|e| e.len()),
-            Some(MAX_DEPTH + 1)
-        );
-        assert!(serde_accepts(&nested(MAX_DEPTH + 2)));
-        assert!(!is_valid(&nested(MAX_DEPTH + 2)), "deeper: left to serde");
-        let wide = format!("[{}[]]", "{},".repeat(MAX_ENDS + 10));
-        assert_eq!(
-            validate(&wide).map(|e| e.len()),
-            Some(MAX_ENDS),
-            "recording stops"
-        );
-    }
 
     /// The members of the object at the cursor, as (key, value text).
     fn members(mut c: Cursor<'_>, out: &mut Vec<(String, String)>) {
@@ -609,12 +305,12 @@ mod tests {
     #[test]
     fn a_cursor_given_the_ends_reads_what_a_cursor_reading_through_reads() {
         let doc = r#" { "a" : [1, {"b": "}]"}, []] , "c":{"d":{"e":[[{}]]}}, "f":"x\"{", "g": {} ,"h":null} "#;
-        let ends = validate(doc).unwrap();
+        let ends = scan(doc, MAX_ENDS).unwrap();
         assert_eq!(ends.len(), 10, "{ends:?}");
         for &(open, close) in &ends {
             assert!(matches!(&doc[open..open + 1], "{" | "["));
             assert!(matches!(&doc[close - 1..close], "}" | "]"));
-            assert!(is_valid(&doc[open..close]), "{}", &doc[open..close]);
+            assert!(scan(&doc[open..close], 0).is_ok(), "{}", &doc[open..close]);
         }
         let (mut with, mut without) = (Vec::new(), Vec::new());
         members(Cursor::new(doc, &ends), &mut with);
@@ -623,8 +319,7 @@ mod tests {
         assert_eq!(with.len(), 5);
         // Past the bound, the first containers to open keep their ends and the cursor reads through the rest.
         for max_ends in 0..ends.len() {
-            let mut first = Vec::new();
-            check(doc.as_bytes(), &mut first, max_ends).unwrap();
+            let first = scan(doc, max_ends).unwrap();
             assert_eq!(first, ends[..max_ends], "{max_ends}");
             let mut bounded = Vec::new();
             members(Cursor::new(doc, &first), &mut bounded);
@@ -644,7 +339,7 @@ mod tests {
     /// The tree built with the cursor is serde_json's, value for value; where serde_json fails on valid JSON
     /// (nesting, lone surrogates), it fails too.
     fn assert_tree_as_serde(text: &str) {
-        assert!(is_valid(text), "{text:?}");
+        assert!(scan(text, 0).is_ok(), "{text:?}");
         let serde: Option<serde_json::Value> = serde_json::from_str(text).ok();
         assert_eq!(tree(text), serde, "{text:?}");
     }
@@ -687,44 +382,13 @@ mod tests {
         }
     }
 
-    fn json_text() -> impl Strategy<Value = String> {
-        let token = prop::sample::select(vec![
-            "{", "}", "[", "]", ",", ":", "\"", "\"k\"", "\"v\"", "\\", "\\u00e9", "\\n", "0", "1",
-            "-", ".", "e", "+", "true", "null", "fa", "lse", " ", "\n", "\t", "\u{1}", "é",
-            "\"a\":", "[1,2]", "{}",
-        ]);
-        prop::collection::vec(token, 0..24).prop_map(|t| t.concat())
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
-
-        /// Random texts over JSON's own characters: the validator agrees with serde on each.
-        #[test]
-        fn agrees_with_serde_on_any_text(text in json_text()) {
-            prop_assert_eq!(is_valid(&text), serde_accepts(&text), "{:?}", text);
-        }
-
-        /// Valid documents cut at any byte or with a byte replaced: still in agreement.
-        #[test]
-        fn agrees_with_serde_on_damaged_documents(cut in 0usize..200, at in 0usize..200, with in 0u8..128) {
-            let doc = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p\u00e9","labels":{"a":"b"}},"spec":{"containers":[{"name":"c","ports":[{"containerPort":80}],"x":-1.5e3,"y":[true,false,null]}]}}"#;
-            let cut = &doc[..cut.min(doc.len())];
-            prop_assert_eq!(is_valid(cut), serde_accepts(cut), "{:?}", cut);
-            let mut bytes = doc.as_bytes().to_vec();
-            let at = at % bytes.len();
-            bytes[at] = with;
-            let damaged = String::from_utf8(bytes).expect("ASCII stays UTF-8");
-            prop_assert_eq!(is_valid(&damaged), serde_accepts(&damaged), "{:?}", damaged);
-            if is_valid(&damaged) {
-                assert_tree_as_serde(&damaged);
-            }
-        }
 
         /// Any valid text of JSON's own characters: the tree is serde_json's.
         #[test]
         fn trees_agree_with_serde(text in json_text()) {
-            if is_valid(&text) {
+            if scan(&text, 0).is_ok() {
                 assert_tree_as_serde(&text);
             }
         }

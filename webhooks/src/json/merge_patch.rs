@@ -11,8 +11,9 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::json::go as gojson;
+use super::scan::scan;
 use crate::json::Cursor;
+use crate::json::go as gojson;
 
 /// evanphx/json-patch's error for a document that is not JSON, or is `null`.
 pub const BAD_DOCUMENT: &str = "Invalid JSON Document";
@@ -227,8 +228,8 @@ fn shape(text: &str) -> Shape {
 /// [`BAD_DOCUMENT`] or [`BAD_PATCH`], checked in the library's order.
 pub fn merge_patch(doc: &str, patch: &str) -> Result<String, &'static str> {
     // Go's `checkValid` runs first: its syntax rules and its 10,000 levels of nesting.
-    let doc_ends = gojson::container_ends(doc).map_err(|_| BAD_DOCUMENT)?;
-    let patch_ends = gojson::container_ends(patch).map_err(|_| BAD_PATCH)?;
+    let doc_ends = scan(doc, usize::MAX).map_err(|_| BAD_DOCUMENT)?;
+    let patch_ends = scan(patch, usize::MAX).map_err(|_| BAD_PATCH)?;
     let (doc_shape, patch_shape) = (shape(doc), shape(patch));
     if doc_shape == Shape::Null {
         return Err(BAD_DOCUMENT);

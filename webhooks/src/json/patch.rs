@@ -184,7 +184,7 @@ pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> String {
                 let b = k.as_bytes();
                 let mut start = 0;
                 loop {
-                    let i = scan::pointer_escape(b, start);
+                    let i = scan::find(b, start, |c| c == b'~' || c == b'/');
                     out.push_str(&k[start..i]);
                     match b.get(i) {
                         Some(b'~') => out.push_str("~0"),
@@ -405,14 +405,9 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 /// [`write_str`] without the quotes around: what goes between them.
 pub(crate) fn write_str_inner(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    // Long strings (the base64 patch) are checked in one pass the compiler vectorizes, then copied whole.
-    if bytes.len() >= 64 && !scan::any(bytes, scan::is_json_escape) {
-        out.extend_from_slice(bytes);
-        return;
-    }
     let mut start = 0;
     loop {
-        let at = scan::json_escape(bytes, start);
+        let at = scan::find(bytes, start, scan::is_string_stop);
         out.extend_from_slice(&bytes[start..at]);
         let Some(&b) = bytes.get(at) else { break };
         let escape = ESCAPE[usize::from(b)];

@@ -24,8 +24,8 @@ use std::ops::Range;
 use serde_json::{Map, Value};
 
 use crate::admission::RawJson;
-use crate::json::{Cursor, string_value, valid_tree};
 use crate::json::patch::{self, Json, Op, Step};
+use crate::json::{Cursor, string_value, valid_tree};
 
 /// How a container list appeared in the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -563,7 +563,7 @@ impl<'a> RawPod<'a> {
         Self::parse_valid(raw.cursor())
     }
 
-    /// [`RawPod::parse`] of text [`crate::json::validate`] accepted.
+    /// [`RawPod::parse`] of text [`crate::json::scan`] accepted.
     fn parse_valid(mut cursor: Cursor<'a>) -> Result<Self, String> {
         let absent = || {
             ["initContainers", "containers", "volumes"].map(|k| RawList::new(k, Presence::Absent))

@@ -1,139 +1,51 @@
-//! Searches over JSON text sixteen bytes at a time where SSE2 is built in (all of x86_64: no feature
-//! detection), eight at a time elsewhere (SWAR: one `u64` per step), then byte by byte for the last few:
-//! the string scans of the validator, the raw-pod reader and the JSON writer. No `unsafe` here: the SSE2
-//! intrinsics come as safe functions from `safe_arch`.
+//! The one scanner of the JSON layer: whether a text is exactly one JSON value, as Go's `encoding/json`
+//! scanner decides it (RFC 8259, whitespace around, at most [`MAX_NESTING`] containers open at once), what
+//! is wrong with it in that scanner's words ([`SyntaxError`]), and where its containers open and close
+//! ([`Ends`], which let a [`Cursor`](super::Cursor) step over a container at once).
+//!
+//! Go's scanner and serde_json accept the same texts up to nesting (both refuse control characters in
+//! strings, unknown escapes, leading zeros, trailing commas; both take lone surrogates in `\u` escapes), so
+//! admission reviews are checked here too: what this refuses, serde reads and words.
+//!
+//! Also the byte search over JSON text ([`find`]) that the scanner, the cursor and the writer share.
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+use std::fmt;
 
-/// High bit set in each byte of `w` that is zero; exact for the lowest such byte (a borrow only runs
-/// upwards, from a byte that is itself a hit).
+/// Where the containers of a valid text open and close: for each `{` and `[`, in the order they open, its
+/// offset and the offset just past its matching `}` or `]`. At most as many as [`scan`] is asked to record,
+/// the first to open; a cursor reads through the others.
+pub(crate) type Ends = Vec<(usize, usize)>;
+
+/// Go's `maxNestingDepth`: a text with more containers open at once is refused ("exceeded max depth").
+pub(crate) const MAX_NESTING: usize = 10_000;
+
+/// How many container ends an admission review's check records: far more than a pod has (one per env var,
+/// port, mount…), and a bound on what a body of many small containers makes it allocate (1 MiB).
+pub(crate) const MAX_ENDS: usize = 1 << 16;
+
+/// The index of the first byte of `b` at or after `from` that `is_stop` flags (`b.len()` when none). Sixteen
+/// bytes at a time are tested with a fold without early exit, which the compiler vectorizes; the block that
+/// holds a stop is then searched byte by byte.
 #[inline]
-fn zero_bytes(w: u64) -> u64 {
-    w.wrapping_sub(ONES) & !w & HIGHS
-}
-
-/// High bit set in each byte of `w` equal to `c`; exact for the lowest such byte.
-#[inline]
-fn bytes_equal(w: u64, c: u8) -> u64 {
-    zero_bytes(w ^ (ONES * u64::from(c)))
-}
-
-/// High bit set in each byte of `w` equal to `x` or to `y`; exact for the lowest such byte.
-#[inline]
-fn bytes_either(w: u64, [x, y]: [u8; 2]) -> u64 {
-    bytes_equal(w, x) | bytes_equal(w, y)
-}
-
-/// High bit set in each byte of `w` below 0x20 (a control character); exact for the lowest such byte.
-/// Bytes of 0x80 and above are never hits: `!w` clears their high bit.
-#[inline]
-fn control_bytes(w: u64) -> u64 {
-    w.wrapping_sub(ONES * 0x20) & !w & HIGHS
-}
-
-/// Sixteen bytes at a time: the lanes of a 128-bit vector, compared and reduced to a bit mask
-/// (`safe_arch`: the SSE2 intrinsics as safe functions).
-#[cfg(target_feature = "sse2")]
-mod lanes {
-    use safe_arch::{
-        bitor_m128i, cmp_eq_mask_i8_m128i, load_unaligned_m128i, m128i, max_u8_m128i,
-        move_mask_i8_m128i, set_splat_i8_m128i,
-    };
-
-    /// The vector form of a search: the lanes of sixteen bytes that are hits.
-    pub(super) type Wide = m128i;
-
-    #[inline(always)]
-    pub(super) fn load(chunk: &[u8]) -> m128i {
-        load_unaligned_m128i(chunk.try_into().expect("sixteen bytes"))
-    }
-
-    /// The lanes equal to `c`.
-    #[inline(always)]
-    pub(super) fn equal(v: m128i, c: u8) -> m128i {
-        cmp_eq_mask_i8_m128i(v, set_splat_i8_m128i(c as i8))
-    }
-
-    /// The lanes below 0x20 (unsigned: bytes of 0x80 and above are not).
-    #[inline(always)]
-    pub(super) fn control(v: m128i) -> m128i {
-        let limit = set_splat_i8_m128i(0x1F);
-        cmp_eq_mask_i8_m128i(max_u8_m128i(v, limit), limit)
-    }
-
-    #[inline(always)]
-    pub(super) fn or(a: m128i, b: m128i) -> m128i {
-        bitor_m128i(a, b)
-    }
-
-    /// The lanes equal to `x` or to `y`.
-    #[inline(always)]
-    pub(super) fn either(v: m128i, [x, y]: [u8; 2]) -> m128i {
-        or(equal(v, x), equal(v, y))
-    }
-
-    /// The lanes serde_json escapes in a string ([`super::is_json_escape`]).
-    #[inline(always)]
-    pub(super) fn json_escapes(v: m128i) -> m128i {
-        or(either(v, [b'"', b'\\']), control(v))
-    }
-
-    /// One bit per lane, lane 0 lowest.
-    #[inline(always)]
-    pub(super) fn mask(v: m128i) -> u32 {
-        move_mask_i8_m128i(v) as u32
-    }
-}
-
-/// The index of the first byte of `b` at or after `from` that is a hit: sixteen bytes a step with `wide`
-/// (SSE2), then eight with `hits` (high bit of each flagged byte; exact for the lowest), then the last
-/// bytes with `is_hit`; `b.len()` when none.
-#[inline(always)]
-fn first(
-    b: &[u8],
-    from: usize,
-    #[cfg(target_feature = "sse2")] wide: impl Fn(lanes::Wide) -> lanes::Wide,
-    hits: impl Fn(u64) -> u64,
-    is_hit: impl Fn(u8) -> bool,
-) -> usize {
-    let mut j = from;
-    #[cfg(target_feature = "sse2")]
-    while let Some(chunk) = b.get(j..j + 16) {
-        let found = lanes::mask(wide(lanes::load(chunk)));
-        if found != 0 {
-            return j + found.trailing_zeros() as usize;
+pub(crate) fn find(b: &[u8], from: usize, is_stop: impl Fn(u8) -> bool) -> usize {
+    let mut i = from;
+    while let Some(block) = b.get(i..i + 16) {
+        if block.iter().fold(false, |found, &c| found | is_stop(c)) {
+            break;
         }
-        j += 16;
+        i += 16;
     }
-    while let Some(chunk) = b.get(j..j + 8) {
-        let found = hits(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
-        if found != 0 {
-            return j + (found.trailing_zeros() / 8) as usize;
-        }
-        j += 8;
-    }
-    b.get(j..)
-        .and_then(|rest| rest.iter().position(|&c| is_hit(c)))
-        .map_or(b.len(), |p| j + p)
+    let rest = b.get(i..).unwrap_or_default();
+    rest.iter()
+        .position(|&c| is_stop(c))
+        .map_or(b.len(), |p| i + p)
 }
 
-/// The index of the first byte of `b` at or after `from` that is `x` or `y` (`b.len()` when none).
-#[inline(always)]
-fn first_of(b: &[u8], from: usize, [x, y]: [u8; 2]) -> usize {
-    first(
-        b,
-        from,
-        #[cfg(target_feature = "sse2")]
-        |v| lanes::either(v, [x, y]),
-        |w| bytes_either(w, [x, y]),
-        |c| c == x || c == y,
-    )
-}
-
-/// The index of the first `"` or `\` in `b` at or after `from` (`b.len()` when none).
-pub(crate) fn quote_or_backslash(b: &[u8], from: usize) -> usize {
-    first_of(b, from, [b'"', b'\\'])
+/// Whether a string stops or needs a look at `c`: its closing quote, an escape, or a control character
+/// (refused in a string, and the characters serde_json escapes besides `"` and `\`).
+#[inline]
+pub(crate) fn is_string_stop(c: u8) -> bool {
+    c == b'"' || c == b'\\' || c < 0x20
 }
 
 /// Whether JSON text `b` may spell `word`: it has it, or has a `\` (an escape could spell any of it). A
@@ -144,7 +56,7 @@ pub(crate) fn may_spell(b: &[u8], word: &[u8]) -> bool {
     };
     let mut i = 0;
     loop {
-        i = first_of(b, i, [first, b'\\']);
+        i = find(b, i, |c| c == first || c == b'\\');
         match b.get(i) {
             None => return false,
             Some(b'\\') => return true,
@@ -154,75 +66,443 @@ pub(crate) fn may_spell(b: &[u8], word: &[u8]) -> bool {
     }
 }
 
-/// Whether serde_json escapes `c` in a string: `"`, `\`, a control character.
+/// Whether Go's scanner (and RFC 8259) takes `c` as whitespace.
 #[inline]
-pub(crate) fn is_json_escape(c: u8) -> bool {
-    c == b'"' || c == b'\\' || c < 0x20
+pub(crate) fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
 }
 
-/// The index of the first byte serde_json escapes in a string ([`is_json_escape`]) in `b` at or after
-/// `from` (`b.len()` when none).
-pub(crate) fn json_escape(b: &[u8], from: usize) -> usize {
-    first(
-        b,
-        from,
-        #[cfg(target_feature = "sse2")]
-        lanes::json_escapes,
-        |w| bytes_either(w, [b'"', b'\\']) | control_bytes(w),
-        is_json_escape,
-    )
+/// The first index at or after `i` that is not whitespace.
+#[inline]
+pub(crate) fn skip_space(b: &[u8], mut i: usize) -> usize {
+    // Most JSON an apiserver sends has none: one test.
+    while b.get(i).is_some_and(|&c| is_space(c)) {
+        i += 1;
+    }
+    i
 }
 
-/// The bytes of `b` from `start` that serde_json escapes in a string ([`is_json_escape`]), as bits (bit `k` for
-/// `b[start + k]`) over the 64 bytes from `start`; bytes past the end of `b` are not hits. One mask serves all
-/// the strings of a block: a validator moving forward through a text computes each block's once.
-pub(crate) fn json_escapes_in_block(b: &[u8], start: usize) -> u64 {
-    match b.get(start..start + 64) {
-        Some(block) => escapes_in(block.try_into().expect("64 bytes")),
-        None => {
-            // The last block, padded with spaces (not hits).
-            let mut block = [b' '; 64];
-            let rest = b.get(start..).unwrap_or_default();
-            block[..rest.len()].copy_from_slice(rest);
-            escapes_in(&block)
+/// Why Go's scanner refuses a text: the byte it stopped at (none at the end of the text) and what it was
+/// reading. Displayed as Go's `*json.SyntaxError` message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SyntaxError {
+    found: Option<u8>,
+    reading: Reading,
+}
+
+/// What the scanner was reading where it stopped: the context of Go's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    ValueStart,
+    KeyStart,
+    AfterKey,
+    AfterMember,
+    AfterElement,
+    AfterTop,
+    String,
+    Escape,
+    HexEscape,
+    Number,
+    Fraction,
+    Exponent,
+    /// A literal (`true`, `false`, `null`) and the byte it expected.
+    Literal(&'static str, u8),
+    TooDeep,
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(c) = self.found else {
+            return f.write_str("unexpected end of JSON input");
+        };
+        let context = match self.reading {
+            Reading::ValueStart => "looking for beginning of value",
+            Reading::KeyStart => "looking for beginning of object key string",
+            Reading::AfterKey => "after object key",
+            Reading::AfterMember => "after object key:value pair",
+            Reading::AfterElement => "after array element",
+            Reading::AfterTop => "after top-level value",
+            Reading::String => "in string literal",
+            Reading::Escape => "in string escape code",
+            Reading::HexEscape => "in \\u hexadecimal character escape",
+            Reading::Number => "in numeric literal",
+            Reading::Fraction => "after decimal point in numeric literal",
+            Reading::Exponent => "in exponent of numeric literal",
+            Reading::Literal(name, expected) => {
+                let expected = super::go::quote_char(expected);
+                let c = super::go::quote_char(c);
+                return write!(
+                    f,
+                    "invalid character {c} in literal {name} (expecting {expected})"
+                );
+            }
+            Reading::TooDeep => "exceeded max depth",
+        };
+        write!(
+            f,
+            "invalid character {} {context}",
+            super::go::quote_char(c)
+        )
+    }
+}
+
+/// The error at index `i` of `b` while reading `reading` (the end of the text when `i` is past it).
+fn error<T>(b: &[u8], i: usize, reading: Reading) -> Result<T, SyntaxError> {
+    Err(SyntaxError {
+        found: b.get(i).copied(),
+        reading,
+    })
+}
+
+/// Checks that `text` is one JSON value with whitespace around it, as Go's scanner does (the first error it
+/// meets, in its words), and records where the first `max_ends` of its containers open and close. No
+/// recursion: the open containers are a stack. UTF-8 is given by `&str`.
+///
+/// A text that ends early is "unexpected end of JSON input" wherever it ends.
+///
+/// # Errors
+/// [`SyntaxError`] where the text stops being JSON.
+pub(crate) fn scan(text: &str, max_ends: usize) -> Result<Ends, SyntaxError> {
+    let b = text.as_bytes();
+    // Room for a container every 32 bytes, about what a pod has: one allocation for most texts.
+    let mut ends = Vec::with_capacity((b.len() / 32).min(1024).min(max_ends));
+    // The open containers, innermost last: whether it is an object, and its place in `ends` (`usize::MAX`
+    // once `max_ends` are recorded).
+    let mut open: Vec<(bool, usize)> = Vec::with_capacity(16);
+    let mut i = skip_space(b, 0);
+    'value: loop {
+        // A value starts at `i`.
+        match b.get(i) {
+            Some(&c @ (b'{' | b'[')) => {
+                if open.len() == MAX_NESTING {
+                    return error(b, i, Reading::TooDeep);
+                }
+                let place = if ends.len() < max_ends {
+                    ends.push((i, i));
+                    ends.len() - 1
+                } else {
+                    usize::MAX
+                };
+                let object = c == b'{';
+                open.push((object, place));
+                i = skip_space(b, i + 1);
+                let empty = b.get(i) == Some(if object { &b'}' } else { &b']' });
+                if !empty {
+                    if object {
+                        i = key(b, i)?;
+                    }
+                    continue 'value;
+                }
+            }
+            Some(b'"') => i = string(b, i)?,
+            Some(b't') => i = literal(b, i, "true")?,
+            Some(b'f') => i = literal(b, i, "false")?,
+            Some(b'n') => i = literal(b, i, "null")?,
+            Some(b'-' | b'0'..=b'9') => i = number(b, i)?,
+            _ => return error(b, i, Reading::ValueStart),
+        }
+        // After a value: close containers until the next member or element, or the end.
+        loop {
+            i = skip_space(b, i);
+            let Some(&(object, place)) = open.last() else {
+                return match b.get(i) {
+                    None => Ok(ends),
+                    Some(_) => error(b, i, Reading::AfterTop),
+                };
+            };
+            match (object, b.get(i)) {
+                (_, Some(b',')) => {
+                    i = skip_space(b, i + 1);
+                    if object {
+                        i = key(b, i)?;
+                    }
+                    continue 'value;
+                }
+                (true, Some(b'}')) | (false, Some(b']')) => {
+                    open.pop();
+                    i += 1;
+                    if let Some(end) = ends.get_mut(place) {
+                        end.1 = i;
+                    }
+                }
+                (true, _) => return error(b, i, Reading::AfterMember),
+                (false, _) => return error(b, i, Reading::AfterElement),
+            }
         }
     }
 }
 
-/// [`json_escapes_in_block`] of 64 bytes.
-#[inline(always)]
-fn escapes_in(block: &[u8; 64]) -> u64 {
-    let mut mask = 0;
-    #[cfg(target_feature = "sse2")]
-    for (k, chunk) in block.chunks_exact(16).enumerate() {
-        let hits = lanes::json_escapes(lanes::load(chunk));
-        mask |= u64::from(lanes::mask(hits)) << (16 * k);
+/// A member's key at `i` and its `:`: the index of the value after it.
+fn key(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
+    if b.get(i) != Some(&b'"') {
+        return error(b, i, Reading::KeyStart);
     }
-    #[cfg(not(target_feature = "sse2"))]
-    for (k, &c) in block.iter().enumerate() {
-        mask |= u64::from(is_json_escape(c)) << k;
+    let i = skip_space(b, string(b, i)?);
+    match b.get(i) {
+        Some(b':') => Ok(skip_space(b, i + 1)),
+        _ => error(b, i, Reading::AfterKey),
     }
-    mask
 }
 
-/// The index of the first `~` or `/` in `b` at or after `from` (`b.len()` when none): the bytes a JSON
-/// pointer encodes (RFC 6901 §3).
-pub(crate) fn pointer_escape(b: &[u8], from: usize) -> usize {
-    first_of(b, from, [b'~', b'/'])
+/// The index just past the string whose opening quote is at `open`.
+fn string(b: &[u8], open: usize) -> Result<usize, SyntaxError> {
+    let mut i = open + 1;
+    loop {
+        i = find(b, i, is_string_stop);
+        match b.get(i) {
+            Some(b'"') => return Ok(i + 1),
+            Some(b'\\') => i = escape(b, i + 1)?,
+            _ => return error(b, i, Reading::String),
+        }
+    }
 }
 
-/// Whether any byte of `b` satisfies `is_hit`, for long texts where the answer is almost always no: a
-/// fold without early exit, which the compiler vectorizes.
-#[inline(always)]
-pub(crate) fn any(b: &[u8], is_hit: impl Fn(u8) -> bool) -> bool {
-    b.iter().fold(false, |found, &c| found | is_hit(c))
+/// Past the escape whose letter is at `i` (after its `\`).
+fn escape(b: &[u8], i: usize) -> Result<usize, SyntaxError> {
+    match b.get(i) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 1),
+        Some(b'u') => {
+            for at in i + 1..i + 5 {
+                if !b.get(at).is_some_and(u8::is_ascii_hexdigit) {
+                    return error(b, at, Reading::HexEscape);
+                }
+            }
+            Ok(i + 5)
+        }
+        _ => error(b, i, Reading::Escape),
+    }
+}
+
+/// Past the literal `word` starting at `i`, each byte checked as Go's scanner checks it.
+fn literal(b: &[u8], i: usize, word: &'static str) -> Result<usize, SyntaxError> {
+    for (at, expected) in (i..).zip(word.bytes()).skip(1) {
+        if b.get(at) != Some(&expected) {
+            return error(b, at, Reading::Literal(word, expected));
+        }
+    }
+    Ok(i + word.len())
+}
+
+/// The index after the digits from `i`.
+fn digits(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// One or more digits from `i` (the number so far read as `reading`): the index after them.
+fn some_digits(b: &[u8], i: usize, reading: Reading) -> Result<usize, SyntaxError> {
+    match b.get(i) {
+        Some(c) if c.is_ascii_digit() => Ok(digits(b, i)),
+        _ => error(b, i, reading),
+    }
+}
+
+/// Past the number starting at `i`: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn number(b: &[u8], mut i: usize) -> Result<usize, SyntaxError> {
+    if b[i] == b'-' {
+        i += 1;
+    }
+    i = match b.get(i) {
+        Some(b'0') => i + 1,
+        Some(b'1'..=b'9') => digits(b, i),
+        _ => return error(b, i, Reading::Number),
+    };
+    if b.get(i) == Some(&b'.') {
+        i = some_digits(b, i + 1, Reading::Fraction)?;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        i = some_digits(b, i, Reading::Exponent)?;
+    }
+    Ok(i)
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use serde::de::IgnoredAny;
 
-    type Search = fn(&[u8], usize) -> usize;
+    fn serde_accepts(text: &str) -> bool {
+        serde_json::from_str::<IgnoredAny>(text).is_ok()
+    }
+
+    fn is_valid(text: &str) -> bool {
+        scan(text, MAX_ENDS).is_ok()
+    }
+
+    /// Go's message for `text`, `None` when it is JSON.
+    fn syntax_error(text: &str) -> Option<String> {
+        scan(text, 0).err().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn accepts_and_refuses_what_serde_does() {
+        let cases = [
+            "null",
+            " true ",
+            "false",
+            "nul",
+            "nulll",
+            "0",
+            "-0",
+            "01",
+            "-",
+            "1.",
+            "1.5",
+            ".5",
+            "1e5",
+            "1E+5",
+            "1e-",
+            "1e",
+            "-1.25e-7",
+            "1.5e400",
+            r#""""#,
+            r#""a\"b""#,
+            r#""\u00e9\/\b\f\n\r\t\\""#,
+            r#""\u00g9""#,
+            r#""\u00e""#,
+            r#""\x""#,
+            "\"tab\there\"",
+            "\"unterminated",
+            r#""\"#,
+            "{}",
+            "[]",
+            "{ }",
+            "[ ]",
+            r#"{"a":1}"#,
+            r#"{"a":1,}"#,
+            r#"{"a" : [1, 2 , {"b":null}] }"#,
+            r#"{"a":1 "b":2}"#,
+            r#"{a:1}"#,
+            r#"{"a"}"#,
+            r#"{"a":}"#,
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "[1,2]]",
+            "[[[]]]",
+            "[[[]]",
+            "{]",
+            "[}",
+            "",
+            "   ",
+            "1 2",
+            r#"{"a":1}x"#,
+            "\u{feff}{}",
+            "{\"k\":\"é\"}",
+            "[\u{0c}]",
+        ];
+        for case in cases {
+            assert_eq!(is_valid(case), serde_accepts(case), "{case:?}");
+        }
+        // Go's limit counts every container open at once, the innermost (empty) one too.
+        let nested = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
+        assert_eq!(
+            scan(&nested(MAX_NESTING), MAX_ENDS).map(|e| e.len()),
+            Ok(MAX_NESTING)
+        );
+        assert!(serde_accepts(&nested(MAX_NESTING + 1)));
+        assert!(!is_valid(&nested(MAX_NESTING + 1)), "deeper: left to serde");
+        let wide = format!("[{}[]]", "{},".repeat(MAX_ENDS + 10));
+        assert_eq!(
+            scan(&wide, MAX_ENDS).map(|e| e.len()),
+            Ok(MAX_ENDS),
+            "recording stops"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_read_as_go_scanner_errors() {
+        let cases = [
+            (
+                "not-json",
+                "invalid character 'o' in literal null (expecting 'u')",
+            ),
+            ("x", "invalid character 'x' looking for beginning of value"),
+            ("", "unexpected end of JSON input"),
+            ("{\"a\":", "unexpected end of JSON input"),
+            ("{\"a\" 1}", "invalid character '1' after object key"),
+            (
+                "{\"a\":1 2}",
+                "invalid character '2' after object key:value pair",
+            ),
+            (
+                "{\"a\":\"b\",}",
+                "invalid character '}' looking for beginning of object key string",
+            ),
+            (
+                "{a:1}",
+                "invalid character 'a' looking for beginning of object key string",
+            ),
+            ("[1 2]", "invalid character '2' after array element"),
+            ("{} x", "invalid character 'x' after top-level value"),
+            (
+                "{\"a\":\"\\q\"}",
+                "invalid character 'q' in string escape code",
+            ),
+            (
+                "{\"a\":\"\\u12x4\"}",
+                "invalid character 'x' in \\u hexadecimal character escape",
+            ),
+            ("\"a\nb\"", "invalid character '\\n' in string literal"),
+            ("-x", "invalid character 'x' in numeric literal"),
+            (
+                "1.x",
+                "invalid character 'x' after decimal point in numeric literal",
+            ),
+            ("1e+", "unexpected end of JSON input"),
+            (
+                "1ex",
+                "invalid character 'x' in exponent of numeric literal",
+            ),
+            ("01", "invalid character '1' after top-level value"),
+            ("tru", "unexpected end of JSON input"),
+            (
+                "fals3",
+                "invalid character '3' in literal false (expecting 'e')",
+            ),
+            (
+                "{'a':1}",
+                "invalid character '\\'' looking for beginning of object key string",
+            ),
+            ("[\"a\"}", "invalid character '}' after array element"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(syntax_error(text).as_deref(), Some(want), "{text:?}");
+        }
+        for valid in [
+            "{}",
+            "[]",
+            " [ 1 , -0.5e+3 , \"\\u00e9\" , true , null ] ",
+            "0",
+            "{\"a\":{\"b\":[]}}",
+        ] {
+            assert_eq!(syntax_error(valid), None, "{valid:?}");
+            assert!(serde_json::from_str::<serde_json::Value>(valid).is_ok());
+        }
+        let deep = "[".repeat(MAX_NESTING + 1);
+        assert_eq!(
+            syntax_error(&deep).as_deref(),
+            Some("invalid character '[' exceeded max depth")
+        );
+    }
+
+    #[test]
+    fn container_ends_are_recorded_in_opening_order() {
+        let all = |text: &str| scan(text, usize::MAX).map_err(|e| e.to_string());
+        assert_eq!(
+            all(r#" {"a":[1,{}],"b":{"c":[]}} "#),
+            Ok(vec![(1, 26), (6, 12), (9, 11), (17, 25), (22, 24)])
+        );
+        assert_eq!(all("1"), Ok(vec![]));
+        assert_eq!(all("[1"), Err("unexpected end of JSON input".to_owned()));
+    }
 
     /// `may_spell` finds the word at every offset and in overlapping near misses, says yes to any backslash,
     /// and no otherwise (a first byte alone, a word cut at the end).
@@ -261,68 +541,66 @@ mod tests {
         assert!(may_spell(b"", b""), "the empty word is everywhere");
     }
 
-    /// Every search, on texts of every length below 40 (the sixteen-byte, eight-byte and byte steps) with
-    /// one stop at every offset, from every start: the bytes before the stop are near misses (one bit off a
-    /// stop, 0x20, 0x7F, non-ASCII).
+    /// `find` stops at every offset, from every start, on texts of every length below 40 (whole blocks and
+    /// the bytes after them); the bytes before the stop are near misses (one bit off a stop, 0x20, 0x7F,
+    /// non-ASCII).
     #[test]
     fn stops_are_found_at_every_offset_and_near_misses_are_not_stops() {
-        let cases: [(Search, &[u8], &[u8]); 3] = [
-            (quote_or_backslash, b"\"\\", b"#]\x02\x1f\xe2\xa2\x5d"),
-            (
-                pointer_escape,
-                b"~/",
-                b".\x7f\x7c\xfe\x3e\x6e\x2d\x6f\xaf\x0f\x3f",
-            ),
-            (
-                json_escape,
-                b"\"\\\x00\x01\x08\x0a\x1f",
-                b"#] \x7f\xe2\xa2\x80\xff\x5d\x9f",
-            ),
-        ];
-        for (search, stops, near) in cases {
-            for &stop in stops {
-                for len in 0..40 {
-                    for at in 0..=len {
-                        let mut text: Vec<u8> = (0..len).map(|i| near[i % near.len()]).collect();
-                        if at < len {
-                            text[at] = stop;
-                        }
-                        for from in 0..=at {
-                            assert_eq!(search(&text, from), at, "{text:?} from {from}");
-                        }
+        let near = b"#] \x7f\xe2\xa2\x80\xff\x5d\x9f";
+        for stop in [b'"', b'\\', 0x00, 0x01, 0x08, 0x0a, 0x1f] {
+            for len in 0..40 {
+                for at in 0..=len {
+                    let mut text: Vec<u8> = (0..len).map(|i| near[i % near.len()]).collect();
+                    if at < len {
+                        text[at] = stop;
+                    }
+                    for from in 0..=at {
+                        assert_eq!(
+                            find(&text, from, is_string_stop),
+                            at,
+                            "{text:?} from {from}"
+                        );
                     }
                 }
             }
         }
+        assert_eq!(find(b"ab", 5, is_string_stop), 2, "a start past the end");
     }
 
-    /// The block masks flag exactly the bytes `is_json_escape` flags, in whole blocks and in the last,
-    /// padded one, whatever the text's length; past the end nothing is flagged.
-    #[test]
-    fn block_masks_flag_the_escapes_of_their_block() {
-        let alphabet = b"\"\\ a\x00\x1f\x20\x7f\x80\xe2\xff}";
-        for len in [0, 1, 15, 16, 63, 64, 65, 127, 128, 130, 200] {
-            let text: Vec<u8> = (0..len)
-                .map(|i| alphabet[(i * 7 + i / 3) % alphabet.len()])
-                .collect();
-            for start in (0..=len + 64).step_by(64) {
-                let expected = (0..64).fold(0u64, |mask, k| {
-                    let hit = text.get(start + k).is_some_and(|&c| is_json_escape(c));
-                    mask | (u64::from(hit) << k)
-                });
-                assert_eq!(
-                    json_escapes_in_block(&text, start),
-                    expected,
-                    "{len} from {start}"
-                );
+    /// Texts of JSON's own characters, valid or not.
+    pub(crate) fn json_text() -> impl Strategy<Value = String> {
+        let token = prop::sample::select(vec![
+            "{", "}", "[", "]", ",", ":", "\"", "\"k\"", "\"v\"", "\\", "\\u00e9", "\\n", "0", "1",
+            "-", ".", "e", "+", "true", "null", "fa", "lse", " ", "\n", "\t", "\u{1}", "é",
+            "\"a\":", "[1,2]", "{}",
+        ]);
+        prop::collection::vec(token, 0..24).prop_map(|t| t.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Random texts over JSON's own characters: the scanner agrees with serde on each.
+        #[test]
+        fn agrees_with_serde_on_any_text(text in json_text()) {
+            prop_assert_eq!(is_valid(&text), serde_accepts(&text), "{:?}", text);
+        }
+
+        /// Valid documents cut at any byte or with a byte replaced: still in agreement.
+        #[test]
+        fn agrees_with_serde_on_damaged_documents(cut in 0usize..200, at in 0usize..200, with in 0u8..128) {
+            let doc = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p\u00e9","labels":{"a":"b"}},"spec":{"containers":[{"name":"c","ports":[{"containerPort":80}],"x":-1.5e3,"y":[true,false,null]}]}}"#;
+            let cut = &doc[..cut.min(doc.len())];
+            prop_assert_eq!(is_valid(cut), serde_accepts(cut), "{:?}", cut);
+            let mut bytes = doc.as_bytes().to_vec();
+            let at = at % bytes.len();
+            bytes[at] = with;
+            let damaged = String::from_utf8(bytes).expect("ASCII stays UTF-8");
+            prop_assert_eq!(is_valid(&damaged), serde_accepts(&damaged), "{:?}", damaged);
+            if is_valid(&damaged) {
+                let serde: Option<serde_json::Value> = serde_json::from_str(&damaged).ok();
+                prop_assert_eq!(super::super::tree(&damaged), serde, "{:?}", damaged);
             }
         }
-    }
-
-    #[test]
-    fn a_start_past_the_end_finds_nothing() {
-        assert_eq!(quote_or_backslash(b"ab", 2), 2);
-        assert_eq!(json_escape(b"ab", 5), 2);
-        assert_eq!(pointer_escape(b"ab", 3), 2);
     }
 }

@@ -25,9 +25,9 @@ use serde_json::{Map, Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
 use crate::api::sidecarset::{HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION};
+use crate::json::patch;
 use crate::quantity;
 use crate::sidecarset::hash;
-use crate::json::patch;
 use crate::{Verdict, WebhookError};
 
 pub use self::image::default_pull_policy;

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::json::merge_patch::merge_patch;
 use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
 use crate::json::go as gojson;
+use crate::json::merge_patch::merge_patch;
 use crate::json::patch::{Json, write_str, write_value, written_text};
 use crate::json::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
 
