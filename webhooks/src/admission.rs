@@ -17,7 +17,6 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::WebhookError;
-use crate::json::patch::write_str;
 use crate::json::{self, Cursor};
 use crate::verdict::{Decision, Verdict};
 
@@ -774,18 +773,16 @@ impl AdmissionResponse {
 
 /// `patch` of an [`AdmissionResponse`]: the JSON patch's text, which the wire carries as a string of its
 /// base64 (standard alphabet, padded, as Go marshals `[]byte`). Kept as the text, so that
-/// [`encode_review`] writes the letters straight into the answer: no string of them is made, checked as
-/// UTF-8 and scanned for escapes on the way. Decoding a response takes the base64 back, and refuses a
+/// [`encode_review`] writes the letters straight into the answer. Decoding a response takes the base64 back, and refuses a
 /// string that is not base64.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatchText(pub Vec<u8>);
 
 impl Serialize for PatchText {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut letters = Vec::new();
-        crate::json::patch::write_base64(&mut letters, &self.0);
-        let letters = std::str::from_utf8(&letters).map_err(serde::ser::Error::custom)?;
-        serializer.serialize_str(letters)
+        let mut letters = String::new();
+        json::write_base64(&mut letters, &self.0);
+        serializer.serialize_str(&letters)
     }
 }
 
@@ -799,10 +796,10 @@ impl<'de> Deserialize<'de> for PatchText {
     }
 }
 
-/// Appends `value` as JSON (strings, numbers and maps of them: serialising cannot fail); plain strings go
-/// through [`write_str`].
-fn write_json(out: &mut Vec<u8>, value: &impl Serialize) {
-    let _ = serde_json::to_writer(&mut *out, value);
+/// Appends `value` as serde writes it (strings, numbers and maps of them: serialising cannot fail); plain
+/// strings go through [`json::write_string`].
+fn write_json(out: &mut String, value: &impl Serialize) {
+    out.push_str(&serde_json::to_string(value).unwrap_or_default());
 }
 
 /// Encodes a response in the request's AdmissionReview version; `None` writes no apiVersion/kind (the shape
@@ -815,44 +812,44 @@ pub fn encode_review(api_version: Option<&str>, response: &AdmissionResponse) ->
         .patch
         .as_ref()
         .map_or(0, |p| p.0.len().div_ceil(3) * 4);
-    let mut out = Vec::with_capacity(192 + response.uid.len() + patch_len);
-    out.push(b'{');
+    let mut out = String::with_capacity(192 + response.uid.len() + patch_len);
+    out.push('{');
     if let Some(version) = api_version {
-        out.extend_from_slice(b"\"apiVersion\":");
-        write_str(&mut out, version);
-        out.extend_from_slice(b",\"kind\":\"AdmissionReview\",");
+        out.push_str("\"apiVersion\":");
+        json::write_string(&mut out, version);
+        out.push_str(",\"kind\":\"AdmissionReview\",");
     }
-    out.extend_from_slice(b"\"response\":{\"uid\":");
-    write_str(&mut out, &response.uid);
-    out.extend_from_slice(if response.allowed {
-        b",\"allowed\":true"
+    out.push_str("\"response\":{\"uid\":");
+    json::write_string(&mut out, &response.uid);
+    out.push_str(if response.allowed {
+        ",\"allowed\":true"
     } else {
-        b",\"allowed\":false"
+        ",\"allowed\":false"
     });
     if let Some(status) = &response.status {
-        out.extend_from_slice(b",\"status\":");
+        out.push_str(",\"status\":");
         write_json(&mut out, status);
     }
     if let Some(patch) = &response.patch {
         // Base64 letters need no escape.
-        out.extend_from_slice(b",\"patch\":\"");
-        crate::json::patch::write_base64(&mut out, &patch.0);
-        out.push(b'"');
+        out.push_str(",\"patch\":\"");
+        json::write_base64(&mut out, &patch.0);
+        out.push('"');
     }
     if let Some(patch_type) = &response.patch_type {
-        out.extend_from_slice(b",\"patchType\":");
-        write_str(&mut out, patch_type);
+        out.push_str(",\"patchType\":");
+        json::write_string(&mut out, patch_type);
     }
     if !response.warnings.is_empty() {
-        out.extend_from_slice(b",\"warnings\":");
+        out.push_str(",\"warnings\":");
         write_json(&mut out, &response.warnings);
     }
     if !response.audit_annotations.is_empty() {
-        out.extend_from_slice(b",\"auditAnnotations\":");
+        out.push_str(",\"auditAnnotations\":");
         write_json(&mut out, &response.audit_annotations);
     }
-    out.extend_from_slice(b"}}");
-    out
+    out.push_str("}}");
+    out.into_bytes()
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@ pub mod merge_patch;
 pub mod patch;
 pub mod rawpod;
 pub(crate) mod scan;
+mod write;
 
 pub(crate) use cursor::*;
 pub(crate) use scan::{Ends, MAX_ENDS, scan};
+pub(crate) use write::{write_base64, write_string, write_value};

@@ -290,21 +290,21 @@ pub(crate) struct WrittenMember<'a> {
 impl Written {
     /// `raw` without [`KRUISE_CONTAINER_FIELDS`].
     fn of(raw: &serde_json::Map<String, Value>) -> Self {
-        let mut text = Vec::new();
+        let mut text = String::new();
         let mut members = Vec::with_capacity(raw.len());
         let injected = raw
             .iter()
             .filter(|(key, _)| !KRUISE_CONTAINER_FIELDS.contains(&key.as_str()));
         for (key, value) in injected {
             let head = text.len();
-            crate::json::patch::write_str(&mut text, key);
-            text.push(b':');
+            crate::json::write_string(&mut text, key);
+            text.push(':');
             let start = text.len();
-            crate::json::patch::write_value(&mut text, value);
+            crate::json::write_value(&mut text, value);
             members.push((head, start, text.len()));
         }
         Self {
-            text: crate::json::patch::written_text(text),
+            text: text.into(),
             members: members.into(),
         }
     }

@@ -9,7 +9,8 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value};
 
-use crate::json::scan;
+use super::scan;
+use super::write::{write_string, write_value};
 
 /// One step of a path.
 #[derive(Clone, Copy)]
@@ -44,19 +45,13 @@ impl Json {
     }
 
     /// Appends the value as JSON (a tree compact, as serde_json writes it; text as it stands).
-    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, out: &mut String) {
         match self {
             Self::Value(v) => write_value(out, v),
-            Self::Text(t) => out.extend_from_slice(t.as_bytes()),
-            Self::Shared(t) => out.extend_from_slice(t.as_bytes()),
+            Self::Text(t) => out.push_str(t),
+            Self::Shared(t) => out.push_str(t),
         }
     }
-}
-
-/// Bytes this crate's writers wrote (whole strings, and whole values of valid JSON text) as a string.
-pub(crate) fn written_text(bytes: Vec<u8>) -> Box<str> {
-    // Only whole UTF-8 strings and ASCII are ever written, so the check does not fail.
-    String::from_utf8(bytes).unwrap_or_default().into()
 }
 
 impl From<Value> for Json {
@@ -348,191 +343,28 @@ pub(crate) fn diff_at<'a>(ops: &mut Vec<Op>, at: &[Step<'a>], from: &'a Value, t
 
 /// The patch as JSON bytes.
 ///
-/// The bytes are those serde_json writes for the operations (as json-patch's type), produced by a writer
-/// that copies strings needing no escape (nearly all) in one piece instead of looking each byte up, and
-/// text values as they stand.
+/// The bytes are those serde_json writes for the operations (as json-patch's type); text values are copied
+/// as they stand.
 pub fn to_json(ops: &[Op]) -> Vec<u8> {
     // Room for a pod create's patch (a few sidecars): no regrowth copies on the common path.
-    let mut out = Vec::with_capacity(8 * 1024);
-    out.push(b'[');
+    let mut out = String::with_capacity(8 * 1024);
+    out.push('[');
     for (i, op) in ops.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.push(',');
         }
-        out.extend_from_slice(b"{\"op\":\"");
-        out.extend_from_slice(op.name().as_bytes());
-        out.push(b'"');
-        out.extend_from_slice(b",\"path\":");
-        write_str(&mut out, op.path());
+        out.push_str("{\"op\":\"");
+        out.push_str(op.name());
+        out.push_str("\",\"path\":");
+        write_string(&mut out, op.path());
         if let Some(value) = op.value() {
-            out.extend_from_slice(b",\"value\":");
+            out.push_str(",\"value\":");
             value.write(&mut out);
         }
-        out.push(b'}');
+        out.push('}');
     }
-    out.push(b']');
-    out
-}
-
-/// For each byte: 0 when serde_json writes it as is, else the letter of its escape (`u` for `\u00xx`).
-static ESCAPE: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = b'u';
-        b += 1;
-    }
-    table[0x08] = b'b';
-    table[0x0C] = b'f';
-    table[b'\n' as usize] = b'n';
-    table[b'\r' as usize] = b'r';
-    table[b'\t' as usize] = b't';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table
-};
-
-/// Appends `s` as a JSON string, as serde_json writes it: `\"`, `\\`, the short escapes of backspace, form
-/// feed, newline, carriage return and tab, `\u00xx` (lower-case hex) for other control characters. Runs
-/// without escapes are found eight bytes at a time and copied whole.
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push(b'"');
-    write_str_inner(out, s);
-    out.push(b'"');
-}
-
-/// [`write_str`] without the quotes around: what goes between them.
-pub(crate) fn write_str_inner(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    loop {
-        let at = scan::find(bytes, start, scan::is_string_stop);
-        out.extend_from_slice(&bytes[start..at]);
-        let Some(&b) = bytes.get(at) else { break };
-        let escape = ESCAPE[usize::from(b)];
-        out.push(b'\\');
-        out.push(escape);
-        if escape == b'u' {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"00");
-            out.push(HEX[usize::from(b >> 4)]);
-            out.push(HEX[usize::from(b & 0xF)]);
-        }
-        start = at + 1;
-    }
-}
-
-/// Appends `value` as compact JSON, as serde_json writes it.
-pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        // Writing a number into a Vec cannot fail.
-        Value::Number(n) => {
-            let _ = serde_json::to_writer(&mut *out, n);
-        }
-        Value::String(s) => write_str(out, s),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item);
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write_value(out, v);
-            }
-            out.push(b'}');
-        }
-    }
-}
-
-const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// The eight base64 digits (0-63) of the six bytes in the high end of `n`, one per byte, the first in the
-/// low byte: the 48 bits split in halves, quarters, then eighths, each step in all lanes at once, the
-/// higher part of each to the lower lane.
-fn sextets(n: u64) -> u64 {
-    let x = n >> 16;
-    let halves = x >> 24 | (x & 0xFF_FFFF) << 32;
-    const TWELVE: u64 = 0x0000_0FFF_0000_0FFF;
-    let quarters = (halves >> 12 & TWELVE) | (halves & TWELVE) << 16;
-    const SIX: u64 = 0x003F_003F_003F_003F;
-    (quarters >> 6 & SIX) | (quarters & SIX) << 8
-}
-
-/// The letters of sixteen base64 digits (two [`sextets`] words), in SSE2 lanes: each digit plus the offset
-/// of its range (`A`-`Z`, `a`-`z`, `0`-`9`, `+`, `/`), built from four compares. No table.
-#[cfg(target_feature = "sse2")]
-fn letters(low: u64, high: u64) -> [u8; 16] {
-    use safe_arch::{
-        add_i8_m128i, bitand_m128i, cmp_eq_mask_i8_m128i, cmp_gt_mask_i8_m128i, set_i64_m128i,
-        set_splat_i8_m128i, store_unaligned_m128i,
-    };
-    let digits = set_i64_m128i(high as i64, low as i64);
-    let step = |offset, from: i8, by: i8| {
-        let at = cmp_gt_mask_i8_m128i(digits, set_splat_i8_m128i(from - 1));
-        add_i8_m128i(offset, bitand_m128i(at, set_splat_i8_m128i(by)))
-    };
-    let offset = set_splat_i8_m128i(b'A' as i8);
-    let offset = step(offset, 26, 6); // 'a' - 26
-    let offset = step(offset, 52, -75); // '0' - 52
-    let offset = step(offset, 62, -15); // '+' - 62
-    let slash = cmp_eq_mask_i8_m128i(digits, set_splat_i8_m128i(63));
-    let offset = add_i8_m128i(offset, bitand_m128i(slash, set_splat_i8_m128i(3))); // '/' - 63
-    let mut out = [0u8; 16];
-    store_unaligned_m128i(&mut out, add_i8_m128i(digits, offset));
-    out
-}
-
-/// Appends `input` in standard base64 with padding (RFC 4648 §4, as Go's `[]byte` JSON encoding): where
-/// SSE2 is built in, 48 bytes to a block of 64 letters, twelve at a time ([`sextets`], [`letters`]); then
-/// six bytes (read as eight) to eight letters by the alphabet; the last bytes with padding.
-pub(crate) fn write_base64(out: &mut Vec<u8>, input: &[u8]) {
-    out.reserve(input.len().div_ceil(3) * 4);
-    let mut i = 0;
-    #[cfg(target_feature = "sse2")]
-    // A block reads two bytes past its 48.
-    while let Some(block) = input.get(i..i + 50) {
-        let word = |at: usize| u64::from_be_bytes(block[at..at + 8].try_into().unwrap_or_default());
-        let mut block_letters = [0u8; 64];
-        for (k, dst) in block_letters.chunks_exact_mut(16).enumerate() {
-            dst.copy_from_slice(&letters(sextets(word(12 * k)), sextets(word(12 * k + 6))));
-        }
-        out.extend_from_slice(&block_letters);
-        i += 48;
-    }
-    let mut whole = input[i..].chunks_exact(6);
-    for src in &mut whole {
-        let mut word = [0u8; 8];
-        word[..6].copy_from_slice(src);
-        let digits = sextets(u64::from_be_bytes(word)).to_le_bytes();
-        out.extend_from_slice(&digits.map(|d| BASE64[usize::from(d)]));
-    }
-    for group in whole.remainder().chunks(3) {
-        let n = u32::from(group[0]) << 16
-            | u32::from(group.get(1).copied().unwrap_or(0)) << 8
-            | u32::from(group.get(2).copied().unwrap_or(0));
-        let letter = |shift: u32| BASE64[((n >> shift) & 63) as usize];
-        out.extend_from_slice(&[
-            letter(18),
-            letter(12),
-            if group.len() > 1 { letter(6) } else { b'=' },
-            if group.len() > 2 { letter(0) } else { b'=' },
-        ]);
-    }
+    out.push(']');
+    out.into_bytes()
 }
 
 /// Applies operations to a copy of `doc`.
@@ -608,84 +440,6 @@ mod tests {
             "we never answer move"
         );
         assert_eq!(to_json(&[]), b"[]");
-        let every_byte: String = (0u8..=0x7F).map(char::from).chain("é€😀".chars()).collect();
-        let long = format!("{}\"{}", "a".repeat(70), "b".repeat(70));
-        for s in [
-            every_byte.as_str(),
-            "",
-            "\"",
-            "a\\",
-            "\u{1f}x",
-            &long,
-            &long[..70],
-        ] {
-            let mut out = Vec::new();
-            write_str(&mut out, s);
-            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
-        }
-    }
-
-    #[test]
-    fn every_escape_at_every_offset_is_written_as_serde_json_writes_it() {
-        for b in 0u8..=0x7F {
-            for len in 1..20 {
-                for at in 0..len {
-                    let s: String = (0..len)
-                        .map(|i| {
-                            if i == at {
-                                char::from(b)
-                            } else {
-                                ['a', 'é', ' '][i % 3]
-                            }
-                        })
-                        .collect();
-                    let mut out = Vec::new();
-                    write_str(&mut out, &s);
-                    assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn base64_is_rfc_4648_with_padding_at_every_length() {
-        // RFC 4648 §10.
-        for (plain, encoded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            let mut out = b"x".to_vec();
-            write_base64(&mut out, plain.as_bytes());
-            assert_eq!(out, format!("x{encoded}").as_bytes());
-        }
-        use base64::Engine;
-        let bytes: Vec<u8> = (0..300u32).map(|i| (i * 167 + i / 7) as u8).collect();
-        // Every byte value at every offset of a twelve-byte group and of a block.
-        for shift in 0..48u32 {
-            let all: Vec<u8> = (0..256 * 3 + shift)
-                .map(|i| (i * 7 + shift) as u8)
-                .collect();
-            let mut out = Vec::new();
-            write_base64(&mut out, &all);
-            let expected = base64::engine::general_purpose::STANDARD.encode(&all);
-            assert_eq!(out, expected.as_bytes(), "{shift}");
-        }
-        for len in 0..bytes.len() {
-            let mut out = Vec::new();
-            write_base64(&mut out, &bytes[..len]);
-            assert_eq!(
-                out,
-                base64::engine::general_purpose::STANDARD
-                    .encode(&bytes[..len])
-                    .as_bytes(),
-                "{len}"
-            );
-        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 
+use super::write::write_string;
 use crate::admission::RawJson;
 use crate::json::patch::{self, Json, Op, Step};
 use crate::json::{Cursor, string_value, valid_tree};
@@ -339,22 +340,21 @@ impl<'a> RawList<'a> {
         }
         if !in_order {
             // The whole list as text: original elements byte for byte as received, new ones as written.
-            let mut text = Vec::with_capacity(1024);
-            text.push(b'[');
+            let mut text = String::with_capacity(1024);
+            text.push('[');
             for (j, item) in items.iter().enumerate() {
                 if j > 0 {
-                    text.push(b',');
+                    text.push(',');
                 }
                 match item {
                     Item::Original(i) => {
-                        let element = self.elements.get(*i).map_or("null", |e| e.text);
-                        text.extend_from_slice(element.as_bytes());
+                        text.push_str(self.elements.get(*i).map_or("null", |e| e.text));
                     }
                     Item::New(v) => v.write(&mut text),
                 }
             }
-            text.push(b']');
-            let value = Json::Text(patch::written_text(text));
+            text.push(']');
+            let value = Json::Text(text.into());
             ops.push(self.presence.write_whole(self.pointer(None), value));
             return;
         }
@@ -741,11 +741,11 @@ impl<'a> RawPod<'a> {
     /// Fills in `metadata.namespace` as if the request had carried it (the chain does before any step, so it
     /// never appears in the patch).
     pub fn fill_namespace(&mut self, namespace: &str) {
-        let mut text = Vec::with_capacity(namespace.len() + 2);
-        patch::write_str(&mut text, namespace);
+        let mut text = String::with_capacity(namespace.len() + 2);
+        write_string(&mut text, namespace);
         self.metadata.fields.push(Field {
             key: Cow::Borrowed("namespace"),
-            text: Cow::Owned(patch::written_text(text).into()),
+            text: Cow::Owned(text),
             tree: OnceCell::from(Value::String(namespace.to_owned())),
         });
     }
@@ -847,7 +847,7 @@ impl<'a> RawPod<'a> {
     }
 
     /// [`RawPod::set_annotation`] with the value's JSON string literal (quotes included, as
-    /// [`patch::write_str`] writes it), which the patch copies instead of escaping the value again.
+    /// [`write_string`] writes it), which the patch copies instead of escaping the value again.
     pub(crate) fn set_annotation_literal(
         &mut self,
         key: impl Into<Cow<'static, str>>,
@@ -1016,21 +1016,22 @@ fn is_annotations(section: Section, key: &str) -> bool {
 /// The annotations `sets` (in key order, one per key) as a JSON map, each value's literal copied when the
 /// step wrote one.
 fn annotations_text(sets: Vec<SetAnnotation>) -> Box<str> {
-    let mut text = Vec::with_capacity(sets.iter().map(|s| s.key.len() + s.value.len() + 8).sum());
-    text.push(b'{');
+    let mut text =
+        String::with_capacity(sets.iter().map(|s| s.key.len() + s.value.len() + 8).sum());
+    text.push('{');
     for (i, set) in sets.iter().enumerate() {
         if i > 0 {
-            text.push(b',');
+            text.push(',');
         }
-        patch::write_str(&mut text, &set.key);
-        text.push(b':');
+        write_string(&mut text, &set.key);
+        text.push(':');
         match &set.literal {
-            Some(literal) => text.extend_from_slice(literal.as_bytes()),
-            None => patch::write_str(&mut text, &set.value),
+            Some(literal) => text.push_str(literal),
+            None => write_string(&mut text, &set.value),
         }
     }
-    text.push(b'}');
-    patch::written_text(text)
+    text.push('}');
+    text.into()
 }
 
 #[cfg(test)]

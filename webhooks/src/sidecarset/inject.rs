@@ -17,8 +17,9 @@ use crate::api::sidecarset::{
 };
 use crate::json::go as gojson;
 use crate::json::merge_patch::merge_patch;
-use crate::json::patch::{Json, write_str, write_value, written_text};
+use crate::json::patch::Json;
 use crate::json::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
+use crate::json::{write_string, write_value};
 
 /// `kruise.io/sidecarset-injected-list`.
 pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
@@ -159,36 +160,36 @@ impl UpgradeSpec {
 }
 
 /// A hash annotation entry's text up to its timestamp: `"name":{"updateTimestamp":`.
-fn entry_head(out: &mut Vec<u8>, name: &str) {
-    write_str(out, name);
-    out.extend_from_slice(b":{\"updateTimestamp\":");
+fn entry_head(out: &mut String, name: &str) {
+    write_string(out, name);
+    out.push_str(":{\"updateTimestamp\":");
 }
 
 /// A hash annotation entry's text after its timestamp, to its closing `}`.
-fn entry_tail(out: &mut Vec<u8>, spec: &UpgradeSpec) {
-    out.extend_from_slice(b",\"hash\":");
-    write_str(out, &spec.hash);
-    out.extend_from_slice(b",\"sidecarSetName\":");
-    write_str(out, &spec.sidecar_set_name);
-    out.extend_from_slice(b",\"sidecarList\":");
+fn entry_tail(out: &mut String, spec: &UpgradeSpec) {
+    out.push_str(",\"hash\":");
+    write_string(out, &spec.hash);
+    out.push_str(",\"sidecarSetName\":");
+    write_string(out, &spec.sidecar_set_name);
+    out.push_str(",\"sidecarList\":");
     match &spec.sidecar_list {
         Some(list) => {
-            out.push(b'[');
+            out.push('[');
             for (j, item) in list.iter().enumerate() {
                 if j > 0 {
-                    out.push(b',');
+                    out.push(',');
                 }
-                write_str(out, item);
+                write_string(out, item);
             }
-            out.push(b']');
+            out.push(']');
         }
-        None => out.extend_from_slice(b"null"),
+        None => out.push_str("null"),
     }
     if let Some(revision) = &spec.controller_revision {
-        out.extend_from_slice(b",\"controllerRevision\":");
-        write_str(out, revision);
+        out.push_str(",\"controllerRevision\":");
+        write_string(out, revision);
     }
-    out.push(b'}');
+    out.push('}');
 }
 
 /// A piece of annotation text as Go writes it, and as it stands inside the annotation's JSON string literal.
@@ -199,53 +200,50 @@ struct Piece {
 }
 
 impl Piece {
-    fn of(written: Vec<u8>) -> Self {
+    fn of(written: String) -> Self {
         // Go's escapes: `written` holds whole strings, where the characters Go escapes can only be.
-        let plain = gojson::go_escaped(written_text(written).into_string());
-        let mut quoted = Vec::with_capacity(plain.len() + plain.len() / 4);
-        crate::json::patch::write_str_inner(&mut quoted, &plain);
+        let plain = gojson::go_escaped(written);
+        let mut literal = String::with_capacity(plain.len() + plain.len() / 4 + 2);
+        write_string(&mut literal, &plain);
         Self {
+            // What the literal holds between its quotes.
+            quoted: literal[1..literal.len() - 1].into(),
             plain,
-            quoted: written_text(quoted),
         }
     }
 }
 
 /// A hash annotation (`gojson::to_string` of its map), text and JSON string literal written together.
 struct AnnotationText {
-    plain: Vec<u8>,
-    quoted: Vec<u8>,
+    plain: String,
+    quoted: String,
 }
 
 impl AnnotationText {
     fn new(capacity: usize) -> Self {
         let mut text = Self {
-            plain: Vec::with_capacity(capacity),
-            quoted: Vec::with_capacity(capacity + capacity / 4),
+            plain: String::with_capacity(capacity),
+            quoted: String::with_capacity(capacity + capacity / 4),
         };
-        text.plain.push(b'{');
-        text.quoted.extend_from_slice(b"\"{");
+        text.plain.push('{');
+        text.quoted.push_str("\"{");
         text
     }
 
     fn push(&mut self, piece: &Piece) {
-        self.plain.extend_from_slice(piece.plain.as_bytes());
-        self.quoted.extend_from_slice(piece.quoted.as_bytes());
+        self.plain.push_str(&piece.plain);
+        self.quoted.push_str(&piece.quoted);
     }
 
-    fn push_byte(&mut self, b: u8) {
-        self.plain.push(b);
-        self.quoted.push(b);
+    fn push_char(&mut self, c: char) {
+        self.plain.push(c);
+        self.quoted.push(c);
     }
 
     fn finish(mut self) -> (String, Box<str>) {
-        self.plain.push(b'}');
-        self.quoted.extend_from_slice(b"}\"");
-        (
-            // A String as the annotation's value takes it (not shrunk, as a `Box<str>` would be).
-            String::from_utf8(self.plain).unwrap_or_default(),
-            written_text(self.quoted),
-        )
+        self.plain.push('}');
+        self.quoted.push_str("}\"");
+        (self.plain, self.quoted.into())
     }
 }
 
@@ -295,9 +293,9 @@ impl HashEntries {
     fn new(key: &EntryKey<'_>) -> Self {
         let specs = key.specs();
         let pieces = specs.each_ref().map(|spec| {
-            let mut head = Vec::new();
+            let mut head = String::new();
             entry_head(&mut head, &spec.sidecar_set_name);
-            let mut tail = Vec::new();
+            let mut tail = String::new();
             entry_tail(&mut tail, spec);
             [Piece::of(head), Piece::of(tail)]
         });
@@ -376,15 +374,15 @@ fn upgrade_specs_texts(
     fresh: &[Cow<'_, HashEntries>],
     now: &str,
 ) -> [(String, Box<str>); 2] {
-    let mut written = Vec::with_capacity(32);
-    write_str(&mut written, now);
+    let mut written = String::with_capacity(32);
+    write_string(&mut written, now);
     let timestamp = Piece::of(written);
     [0, 1].map(|which| {
         let specs = specs[which];
         let mut text = AnnotationText::new(200 * specs.len());
         for (i, (name, entry)) in specs.iter().enumerate() {
             if i > 0 {
-                text.push_byte(b',');
+                text.push_char(',');
             }
             let spec = match entry {
                 Entry::Fresh(at) => {
@@ -396,11 +394,11 @@ fn upgrade_specs_texts(
                 }
                 Entry::Read(spec) => spec,
             };
-            let mut written = Vec::with_capacity(200);
+            let mut written = String::with_capacity(200);
             entry_head(&mut written, name);
             match spec.update_timestamp.as_deref() {
-                Some(t) => write_str(&mut written, t),
-                None => written.extend_from_slice(b"null"),
+                Some(t) => write_string(&mut written, t),
+                None => written.push_str("null"),
             }
             entry_tail(&mut written, spec);
             text.push(&Piece::of(written));
@@ -869,11 +867,11 @@ impl Sidecar<'_, '_> {
             .flatten()
             .map(|e| e.text().len() + 1)
             .sum();
-        let mut out = Vec::with_capacity(written.len() + copied + 256);
-        out.push(b'{');
-        let comma = |out: &mut Vec<u8>| {
+        let mut out = String::with_capacity(written.len() + copied + 256);
+        out.push('{');
+        let comma = |out: &mut String| {
             if out.len() > 1 {
-                out.push(b',');
+                out.push(',');
             }
         };
         for m in written.members() {
@@ -885,32 +883,26 @@ impl Sidecar<'_, '_> {
             if let Some(key) = changed.next_if(|key| *key == &*m.key) {
                 self.write_changed(&mut out, key, Some(m.value), variant);
             } else {
-                out.extend_from_slice(m.head.as_bytes());
-                out.extend_from_slice(m.value.as_bytes());
+                out.push_str(m.head);
+                out.push_str(m.value);
             }
         }
         for key in changed {
             comma(&mut out);
             self.write_changed(&mut out, key, None, variant);
         }
-        out.push(b'}');
-        written_text(out)
+        out.push('}');
+        out.into()
     }
 
     /// Writes the member `key` injection changes; `base` is the SidecarSet's value, as text.
-    fn write_changed(
-        &self,
-        out: &mut Vec<u8>,
-        key: &str,
-        base: Option<&str>,
-        variant: Variant<'_>,
-    ) {
-        write_str(out, key);
-        out.push(b':');
+    fn write_changed(&self, out: &mut String, key: &str, base: Option<&str>, variant: Variant<'_>) {
+        write_string(out, key);
+        out.push(':');
         // The pod's elements are copied as received; a hot-upgrade copy's envs are written after them.
         let (copied, written): (&[RawElement<'_>], &[Value]) = match key {
-            "name" => return write_str(out, variant.name.unwrap_or_default()),
-            "image" => return write_str(out, variant.image.unwrap_or_default()),
+            "name" => return write_string(out, variant.name.unwrap_or_default()),
+            "image" => return write_string(out, variant.image.unwrap_or_default()),
             "resources" => {
                 return write_value(out, self.resources.as_ref().unwrap_or(&Value::Null));
             }
@@ -923,27 +915,27 @@ impl Sidecar<'_, '_> {
             .and_then(|t| t.strip_prefix('['))
             .and_then(|t| t.strip_suffix(']'))
             .unwrap_or("");
-        out.push(b'[');
-        out.extend_from_slice(elements.as_bytes());
+        out.push('[');
+        out.push_str(elements);
         let mut first = elements.is_empty();
-        let mut separate = |out: &mut Vec<u8>| {
+        let mut separate = |out: &mut String| {
             if !std::mem::take(&mut first) {
-                out.push(b',');
+                out.push(',');
             }
         };
         if key == "env" {
             separate(out);
-            out.extend_from_slice(IS_INJECTED_ENV.as_bytes());
+            out.push_str(IS_INJECTED_ENV);
         }
         for element in copied {
             separate(out);
-            out.extend_from_slice(element.text().as_bytes());
+            out.push_str(element.text());
         }
         for value in written {
             separate(out);
             write_value(out, value);
         }
-        out.push(b']');
+        out.push(']');
     }
 }
 
@@ -1193,9 +1185,9 @@ fn merge_volumes(existing: &RawList<'_>, injected: Vec<&Value>) -> Option<Vec<It
         if !names.contains(&name) {
             names.push(name);
             // Written here as the patch carries it: one string, not a copy of the tree.
-            let mut text = Vec::with_capacity(128);
+            let mut text = String::with_capacity(128);
             write_value(&mut text, v);
-            merged.push(Item::New(Json::Text(written_text(text))));
+            merged.push(Item::New(Json::Text(text.into())));
         }
     }
     (merged.len() > existing.len()).then_some(merged)
