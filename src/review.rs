@@ -9,11 +9,9 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use kruise_webhooks::admission::{
-    self, AdmissionRequest, AdmissionResponse, AdmissionReview, RawJson,
-};
+use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, AdmissionReview};
 use kruise_webhooks::fixture::FixtureCluster;
-use kruise_webhooks::json::patch;
+use kruise_webhooks::json::{RawJson, patch};
 use kruise_webhooks::registry::{self, WebhookSpec};
 use kruise_webhooks::{FeatureGates, Verdict};
 

@@ -14,90 +14,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::de::nullable;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::WebhookError;
-use crate::json::{self, Cursor};
+use crate::json::{self, Cursor, RawJson};
 use crate::verdict::{Decision, Verdict};
 
 /// `admission.k8s.io/v1`.
 pub const V1: &str = "admission.k8s.io/v1";
 /// `admission.k8s.io/v1beta1`.
 pub const V1BETA1: &str = "admission.k8s.io/v1beta1";
-
-/// The text of one JSON value, known to be valid JSON: checked when it was made, so readers can walk it
-/// without checking again. `Deserialize` takes the value's text as serde_json's `RawValue` does; `Serialize`
-/// writes it unchanged. Equal when the texts are.
-#[derive(Clone)]
-pub struct RawJson {
-    text: Box<str>,
-    /// Where its containers close, when the check that made it recorded them.
-    ends: json::Ends,
-}
-
-impl RawJson {
-    /// The JSON text.
-    pub fn get(&self) -> &str {
-        &self.text
-    }
-
-    /// The text of `value`.
-    pub fn from_value(value: &Value) -> Self {
-        Self::unmapped(value.to_string().into_boxed_str())
-    }
-
-    fn unmapped(text: Box<str>) -> Self {
-        Self {
-            text,
-            ends: json::Ends::new(),
-        }
-    }
-
-    /// The value at `span` of `whole`, a text [`json::scan`] accepted with these `ends`.
-    fn checked(whole: &str, ends: &[(usize, usize)], span: std::ops::Range<usize>) -> Self {
-        Self {
-            text: whole[span.clone()].into(),
-            ends: json::ends_within(ends, span),
-        }
-    }
-
-    /// A cursor at its start.
-    pub(crate) fn cursor(&self) -> Cursor<'_> {
-        Cursor::new(&self.text, &self.ends)
-    }
-}
-
-impl PartialEq for RawJson {
-    fn eq(&self, other: &Self) -> bool {
-        self.text == other.text
-    }
-}
-
-impl Eq for RawJson {}
-
-impl std::fmt::Debug for RawJson {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("RawJson")
-            .field(&format_args!("{}", self.text))
-            .finish()
-    }
-}
-
-impl<'de> Deserialize<'de> for RawJson {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(deserializer).map(|raw| Self::unmapped(raw.into()))
-    }
-}
-
-impl Serialize for RawJson {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Through serde_json's `RawValue`, whose text every JSON serializer writes as is (serialising is for
-        // tests and the `review` command: the check this repeats costs nothing on the admission path).
-        serde_json::from_str::<&RawValue>(&self.text)
-            .map_err(serde::ser::Error::custom)?
-            .serialize(serializer)
-    }
-}
 
 /// Group, version and kind of the object in a request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -366,13 +291,10 @@ pub fn decode_review(body: &[u8]) -> Result<AdmissionReview, ReviewError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ReviewError::Empty);
     }
-    // UTF-8 checked once over the whole body (SIMD), so the parser need not check strings again; std
-    // checks a body that fails again, for where.
-    let text = simdutf8::basic::from_utf8(body)
-        .or_else(|_| std::str::from_utf8(body))
-        .map_err(|e| {
-            ReviewError::Malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
-        })?;
+    // UTF-8 checked once over the whole body, so the readers need not check strings again.
+    let text = std::str::from_utf8(body).map_err(|e| {
+        ReviewError::Malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+    })?;
     let Ok(ends) = json::scan(text, json::MAX_ENDS) else {
         return whole(text).and_then(checked_review);
     };
@@ -436,9 +358,6 @@ fn three(c: &mut Cursor<'_>, names: [&str; 3]) -> Result<Option<[String; 3]>, Un
     if c.null() {
         return Ok(None);
     }
-    if let Some(read) = three_compact(c, names) {
-        return Ok(Some(read.map(str::to_owned)));
-    }
     let mut read: [Option<Option<String>>; 3] = Default::default();
     members(c, |c, key| match names.iter().position(|&n| n == key) {
         Some(i) => once(&mut read[i], string_or_null(c)?),
@@ -448,42 +367,6 @@ fn three(c: &mut Cursor<'_>, names: [&str; 3]) -> Result<Option<[String; 3]>, Un
         }
     })?;
     Ok(Some(read.map(|v| v.flatten().unwrap_or_default())))
-}
-
-/// [`three`] as the apiserver writes it, `{"group":"","version":"v1","kind":"Pod"}`: the members in the
-/// order of `names`, no whitespace, strings without escapes or control characters. Read in one pass over
-/// the bytes; `None`, with nothing consumed, for any other spelling (which the member loop then reads).
-fn three_compact<'a>(c: &mut Cursor<'a>, names: [&str; 3]) -> Option<[&'a str; 3]> {
-    c.peek();
-    let b = c.text.as_bytes();
-    let mut i = c.i;
-    let mut read = [""; 3];
-    for (slot, (name, lead)) in read
-        .iter_mut()
-        .zip(names.into_iter().zip([b'{', b',', b',']))
-    {
-        let key = b.get(i..i + name.len() + 5)?;
-        if key[0] != lead
-            || key[1] != b'"'
-            || &key[2..2 + name.len()] != name.as_bytes()
-            || &key[2 + name.len()..] != b"\":\""
-        {
-            return None;
-        }
-        i += key.len();
-        let len = b[i..]
-            .iter()
-            .position(|&x| x == b'"' || x == b'\\' || x < 0x20)?;
-        if b[i + len] != b'"' {
-            return None;
-        }
-        *slot = &c.text[i..i + len];
-        i += len + 1;
-    }
-    (b.get(i) == Some(&b'}')).then(|| {
-        c.i = i + 1;
-        read
-    })
 }
 
 fn gvk(c: &mut Cursor<'_>) -> Result<Option<GroupVersionKind>, Unusual> {

@@ -11,8 +11,9 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use crate::admission::{AdmissionRequest, Operation, RawJson};
+use crate::admission::{AdmissionRequest, Operation};
 use crate::features::{FeatureGates, RESOURCES_DELETION_PROTECTION};
+use crate::json::RawJson;
 use crate::registry::{DELETE_PROTECTION_LABEL, Handler};
 use crate::verdict::{Denial, ProtectionMetric, ProtectionRecord, SideEffect, Verdict};
 use crate::{ClusterView, WebhookError};

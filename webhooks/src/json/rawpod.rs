@@ -23,7 +23,7 @@ use std::cell::OnceCell;
 use serde_json::{Map, Value};
 
 use super::write::write_string;
-use crate::admission::RawJson;
+use crate::json::RawJson;
 use crate::json::patch::{Json, Op};
 use crate::json::{Cursor, valid_tree};
 

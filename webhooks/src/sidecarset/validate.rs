@@ -42,8 +42,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use self::model::{Spec, Subject, UpdateStrategy};
-use crate::admission::{AdmissionRequest, Operation, RawJson};
+use crate::admission::{AdmissionRequest, Operation};
 use crate::api::sidecarset::{BASE_ANNOTATION, InjectionRevision, SidecarSet, SidecarSetSpec};
+use crate::json::RawJson;
 use crate::sidecarset::revision::historical;
 use crate::validation::apps::validate_positive_int_or_percent;
 use crate::validation::field_error::{
