@@ -849,8 +849,7 @@ mod tests {
             bodies.push(body);
         }
         // Deeper than the check follows: decoded by serde alone.
-        let deep =
-            "[".repeat(2 * json::scan::MAX_NESTING) + &"]".repeat(2 * json::scan::MAX_NESTING);
+        let deep = "[".repeat(2 * json::MAX_NESTING) + &"]".repeat(2 * json::MAX_NESTING);
         bodies.push(format!(
             r#"{head}"request":{{"operation":"CREATE","object":{{"a":{deep}}}}}}}"#
         ));

@@ -14,7 +14,7 @@ use crate::admission::{AdmissionRequest, Operation};
 use crate::api::sidecarset::HASH_ANNOTATION;
 use crate::features::FeatureGates;
 use crate::json::rawpod::{RawPod, Section, elements_of, string_map};
-use crate::json::string_value;
+use crate::json::{self, string_value};
 use crate::selector::WithLabel;
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
@@ -71,7 +71,7 @@ fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
 fn owned_by_kruise(doc: &RawPod<'_>) -> bool {
     doc.received(Section::Metadata, "ownerReferences")
         // Most pods have no Kruise owner: their references are not read further.
-        .filter(|text| crate::json::scan::may_spell(text.as_bytes(), b"apps.kruise.io"))
+        .filter(|text| json::may_spell(text.as_bytes(), b"apps.kruise.io"))
         .into_iter()
         .flat_map(elements_of)
         .any(|r| {

@@ -1,4 +1,4 @@
-//! Structural reading of text known to be valid JSON (the [scanner](super::scan) accepted it, or this crate
+//! Structural reading of text known to be valid JSON (the [scanner](mod@super::scan) accepted it, or this crate
 //! wrote it): where values start and end, in one pass, without building them ([`Cursor`]); the strings
 //! they hold ([`string_value`]); and, where a caller needs one, the tree serde_json would build ([`tree`]).
 

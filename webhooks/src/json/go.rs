@@ -97,7 +97,7 @@ pub fn unmarshal_string_map_error(text: &str) -> Option<String> {
         "null" => None,
         "object" => {
             let mut found = None;
-            let _ = crate::json::Cursor::new(text, &[]).object(|c, _| {
+            let _ = super::cursor::Cursor::new(text, &[]).object(|c, _| {
                 let member = kind(c.value());
                 if found.is_none() && !matches!(member, "string" | "null") {
                     found = Some(member);

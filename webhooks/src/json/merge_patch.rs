@@ -11,9 +11,9 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use super::cursor::{Cursor, string_end};
+use super::go;
 use super::scan::scan;
-use crate::json::Cursor;
-use crate::json::go as gojson;
 
 /// evanphx/json-patch's error for a document that is not JSON, or is `null`.
 pub const BAD_DOCUMENT: &str = "Invalid JSON Document";
@@ -183,7 +183,7 @@ impl<'a> Tree<'a> {
                     parts.push(Part::Text("}".into()));
                     for (n, (key, value)) in doc.iter().enumerate().rev() {
                         parts.push(Part::Node(*value));
-                        parts.push(Part::Text(format!("{}:", gojson::to_string(key)).into()));
+                        parts.push(Part::Text(format!("{}:", go::to_string(key)).into()));
                         if n > 0 {
                             parts.push(Part::Text(",".into()));
                         }
@@ -264,7 +264,7 @@ pub fn merge_patch(doc: &str, patch: &str) -> Result<String, &'static str> {
     };
     let mut text = String::with_capacity(doc.len() + patch.len());
     tree.write(root, &mut text);
-    Ok(gojson::escape_like_go(&text))
+    Ok(go::escape_like_go(&text))
 }
 
 /// Valid JSON text without the whitespace between tokens (`json.Compact`).
@@ -274,7 +274,7 @@ fn compact(text: &str, out: &mut String) {
     let mut from = 0;
     while i < b.len() {
         match b[i] {
-            b'"' => i = crate::json::string_end(b, i).0,
+            b'"' => i = string_end(b, i).0,
             b' ' | b'\t' | b'\n' | b'\r' => {
                 out.push_str(&text[from..i]);
                 i += 1;

@@ -1,4 +1,4 @@
-//! RFC 6902 patches: our own operation type ([`Op`]), the diff between two JSON trees ([`diff`]), the
+//! RFC 6902 patches: our own operation type ([`Op`]), the diff between two JSON trees ([`diff()`]), the
 //! patch's JSON text ([`to_json`]) and applying it ([`apply`]). Output is deterministic.
 //!
 //! An operation's value is a JSON tree or JSON text written ahead ([`Json::Text`]): a sidecar container is
@@ -9,6 +9,7 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::Value;
 
+use super::cursor::valid_tree;
 use super::scan;
 use super::write::{write_string, write_value};
 
@@ -44,8 +45,8 @@ impl Json {
     pub fn to_value(&self) -> Value {
         match self {
             Self::Value(v) => v.clone(),
-            Self::Text(t) => crate::json::valid_tree(t),
-            Self::Shared(t) => crate::json::valid_tree(t),
+            Self::Text(t) => valid_tree(t),
+            Self::Shared(t) => valid_tree(t),
         }
     }
 

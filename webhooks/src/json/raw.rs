@@ -36,7 +36,7 @@ impl RawJson {
         }
     }
 
-    /// The value at `span` of `whole`, a text [`scan`](super::scan) accepted with these `ends`.
+    /// The value at `span` of `whole`, a text [`scan`](fn@super::scan) accepted with these `ends`.
     pub(crate) fn checked(
         whole: &str,
         ends: &[(usize, usize)],

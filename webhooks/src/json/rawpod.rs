@@ -22,10 +22,10 @@ use std::cell::OnceCell;
 
 use serde_json::{Map, Value};
 
+use super::RawJson;
+use super::cursor::{Cursor, tree, valid_tree};
+use super::patch::{Json, Op};
 use super::write::write_string;
-use crate::json::RawJson;
-use crate::json::patch::{Json, Op};
-use crate::json::{Cursor, valid_tree};
 
 mod changes;
 mod list;
@@ -213,7 +213,7 @@ pub(crate) fn string_map<'t>(text: &'t str, key: &str) -> Result<Option<Entries<
 
 /// The tree of a member of the pod (valid JSON); where it cannot be built, serde_json's message.
 fn value(text: &str) -> Result<Value, String> {
-    crate::json::tree(text).ok_or_else(|| match serde_json::from_str::<Value>(text) {
+    tree(text).ok_or_else(|| match serde_json::from_str::<Value>(text) {
         Err(e) => e.to_string(),
         Ok(_) => "invalid JSON value".to_owned(),
     })
@@ -229,7 +229,7 @@ impl<'a> RawPod<'a> {
         Self::parse_valid(raw.cursor())
     }
 
-    /// [`RawPod::parse`] of text [`crate::json::scan`] accepted.
+    /// [`RawPod::parse`] of text [`crate::json::scan()`] accepted.
     fn parse_valid(mut cursor: Cursor<'a>) -> Result<Self, String> {
         let absent = || {
             ["initContainers", "containers", "volumes"].map(|k| RawList::new(k, Presence::Absent))

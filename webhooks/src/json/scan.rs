@@ -599,7 +599,7 @@ pub(super) mod tests {
             prop_assert_eq!(is_valid(&damaged), serde_accepts(&damaged), "{:?}", damaged);
             if is_valid(&damaged) {
                 let serde: Option<serde_json::Value> = serde_json::from_str(&damaged).ok();
-                prop_assert_eq!(super::super::tree(&damaged), serde, "{:?}", damaged);
+                prop_assert_eq!(crate::json::cursor::tree(&damaged), serde, "{:?}", damaged);
             }
         }
     }

@@ -15,11 +15,9 @@ use serde_json::{Map, Value, json};
 use crate::api::sidecarset::{
     HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
 };
-use crate::json::go as gojson;
-use crate::json::merge_patch::merge_patch;
 use crate::json::patch::Json;
 use crate::json::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
-use crate::json::{write_string, write_value};
+use crate::json::{go, merge_patch, write_string, write_value};
 
 /// `kruise.io/sidecarset-injected-list`.
 pub const INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
@@ -202,7 +200,7 @@ struct Piece {
 impl Piece {
     fn of(written: String) -> Self {
         // Go's escapes: `written` holds whole strings, where the characters Go escapes can only be.
-        let plain = gojson::go_escaped(written);
+        let plain = go::go_escaped(written);
         let mut literal = String::with_capacity(plain.len() + plain.len() / 4 + 2);
         write_string(&mut literal, &plain);
         Self {
@@ -213,7 +211,7 @@ impl Piece {
     }
 }
 
-/// A hash annotation (`gojson::to_string` of its map), text and JSON string literal written together.
+/// A hash annotation (`go::to_string` of its map), text and JSON string literal written together.
 struct AnnotationText {
     plain: String,
     quoted: String,
@@ -407,7 +405,7 @@ fn upgrade_specs_texts(
     })
 }
 
-/// `gojson::to_string` of a hash annotation's map, as [`upgrade_specs_texts`] writes it without pieces.
+/// `go::to_string` of a hash annotation's map, as [`upgrade_specs_texts`] writes it without pieces.
 #[cfg(test)]
 fn upgrade_specs_json(specs: &BTreeMap<String, UpgradeSpec>) -> String {
     let entries: Entries<'_> = specs
@@ -449,8 +447,7 @@ fn read_upgrade_specs(
                 key,
                 value: raw.to_owned(),
                 // Go reports the legacy decode's error, in encoding/json's words.
-                reason: gojson::unmarshal_string_map_error(raw)
-                    .unwrap_or_else(|| current.to_string()),
+                reason: go::unmarshal_string_map_error(raw).unwrap_or_else(|| current.to_string()),
             }),
         },
     }
@@ -1251,7 +1248,7 @@ fn apply(
     }
     doc.set_annotation(INJECTED_LIST_ANNOTATION, names.join(","));
     if !work_map.is_empty() {
-        doc.set_annotation(WORKING_HOT_UPGRADE_ANNOTATION, gojson::to_string(&work_map));
+        doc.set_annotation(WORKING_HOT_UPGRADE_ANNOTATION, go::to_string(&work_map));
     }
     for (k, v) in hot_annotations {
         doc.set_annotation(k, v);

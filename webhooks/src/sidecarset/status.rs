@@ -35,7 +35,7 @@ use crate::api::sidecarset::{
     CUSTOM_VERSION_LABEL, HASH_ANNOTATION, SIDECARSET_NAME_LABEL, SidecarContainer, SidecarSet,
     SidecarSetStatus,
 };
-use crate::json::go as gojson;
+use crate::json::go;
 use crate::selector;
 
 /// `kruise.io/sidecarset-inplace-update-state` (pod, written by in-place updates).
@@ -541,7 +541,7 @@ fn write_canonical(out: &mut String, v: &Value) {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         // Go decoded the document into interface{}: every number is a float64.
         Value::Number(n) => out.push_str(&go_float(n.as_f64().unwrap_or(0.0))),
-        Value::String(s) => out.push_str(&gojson::to_string(s)),
+        Value::String(s) => out.push_str(&go::to_string(s)),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -560,7 +560,7 @@ fn write_canonical(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&gojson::to_string(key));
+                out.push_str(&go::to_string(key));
                 out.push(':');
                 write_canonical(out, &map[key]);
             }

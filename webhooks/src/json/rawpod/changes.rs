@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::{ANNOTATIONS, Edit, Presence, RawPod, Section, SetAnnotation, is_annotations};
 use crate::json::patch::{self, Json, Op, Step};
-use crate::json::write_string;
+use crate::json::write::write_string;
 
 impl RawPod<'_> {
     /// The annotations steps set that change the pod, one per key (the last set), in key order.

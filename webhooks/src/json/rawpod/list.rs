@@ -9,8 +9,8 @@ use std::ops::Range;
 use serde_json::Value;
 
 use super::Presence;
+use crate::json::cursor::{Cursor, string_value, valid_tree};
 use crate::json::patch::{self, Json, Op};
-use crate::json::{Cursor, string_value, valid_tree};
 
 /// One element of a list a step has rewritten.
 #[derive(Debug, Clone, PartialEq)]

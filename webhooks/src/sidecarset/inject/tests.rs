@@ -649,7 +649,7 @@ fn hash_annotations_are_written_as_go_marshals_the_map() {
         controller_revision: revision.map(str::to_owned),
     };
     let mut specs = BTreeMap::new();
-    assert_eq!(upgrade_specs_json(&specs), gojson::to_string(&specs));
+    assert_eq!(upgrade_specs_json(&specs), go::to_string(&specs));
     specs.insert(
         "b".to_owned(),
         spec(
@@ -661,7 +661,7 @@ fn hash_annotations_are_written_as_go_marshals_the_map() {
     );
     specs.insert("a\\".to_owned(), spec("a\\", None, None, None));
     specs.insert("e".to_owned(), spec("e", Some(""), Some(vec![]), Some("")));
-    assert_eq!(upgrade_specs_json(&specs), gojson::to_string(&specs));
+    assert_eq!(upgrade_specs_json(&specs), go::to_string(&specs));
 }
 
 #[test]
@@ -725,7 +725,7 @@ fn expected_hash_annotations(entries: &[Entry<'_>], kept: &[(&str, UpgradeSpec)]
                 },
             );
         }
-        gojson::to_string(&map)
+        go::to_string(&map)
     })
 }
 
@@ -753,8 +753,8 @@ fn hash_annotation_entries_written_ahead_are_the_entries_as_go_marshals_them() {
     };
     let mut p = pod();
     p["metadata"]["annotations"] = json!({
-        HASH_ANNOTATION: gojson::to_string(&BTreeMap::from([("before", &old)])),
-        HASH_WITHOUT_IMAGE_ANNOTATION: gojson::to_string(&BTreeMap::from([("before", &old)])),
+        HASH_ANNOTATION: go::to_string(&BTreeMap::from([("before", &old)])),
+        HASH_WITHOUT_IMAGE_ANNOTATION: go::to_string(&BTreeMap::from([("before", &old)])),
     });
     run(&mut p, &[odd.clone(), sidecarset1()]).unwrap();
     let expected = expected_hash_annotations(
