@@ -188,29 +188,8 @@ fn der_tlv(tag: u8, content: &[u8]) -> Vec<u8> {
 
 /// PEM text for one DER object: base64 in 64-column lines, LF endings, final newline.
 pub(crate) fn encode(label: &str, der: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut b64 = Vec::with_capacity(der.len().div_ceil(3) * 4);
-    for chunk in der.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            b64.push(if i <= chunk.len() {
-                ALPHABET[((n >> (18 - 6 * i)) & 0x3f) as usize]
-            } else {
-                b'='
-            });
-        }
-    }
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in b64.chunks(64) {
-        // The alphabet is ASCII.
-        out.push_str(std::str::from_utf8(line).unwrap_or_default());
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
+    let config = ::pem::EncodeConfig::new().set_line_ending(::pem::LineEnding::LF);
+    ::pem::encode_config(&::pem::Pem::new(label, der), config)
 }
 
 #[cfg(test)]
