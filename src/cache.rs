@@ -29,6 +29,7 @@ use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
+use kruise_webhooks::sidecarset::prepared::PreparedSidecarSet;
 use kruise_webhooks::sidecarset::select::SidecarSetIndex;
 use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
 use kruise_webhooks::view::SidecarSetView;
@@ -309,7 +310,7 @@ impl SidecarSetView for Cluster {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<SidecarSet>> {
+    ) -> Vec<Arc<PreparedSidecarSet>> {
         match self {
             Self::Fixture(f) => f.sidecar_set_candidates(namespace, labels),
             Self::Live(c) => c
@@ -500,7 +501,7 @@ impl SidecarSetView for SidecarSetCache {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<SidecarSet>> {
+    ) -> Vec<Arc<PreparedSidecarSet>> {
         self.read_index().candidates_for(namespace, labels)
     }
     fn sidecar_set(&self, name: &str) -> Option<Arc<SidecarSet>> {

@@ -13,6 +13,7 @@ use crate::api::pod::SlimPod;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
 use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
+use crate::sidecarset::prepared::PreparedSidecarSet;
 use crate::sidecarset::select::SidecarSetIndex;
 use crate::view::SidecarSetView;
 
@@ -250,7 +251,7 @@ impl SidecarSetView for FixtureCluster {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<SidecarSet>> {
+    ) -> Vec<Arc<PreparedSidecarSet>> {
         self.sidecar_sets.candidates_for(namespace, labels)
     }
     fn sidecar_set(&self, name: &str) -> Option<Arc<SidecarSet>> {

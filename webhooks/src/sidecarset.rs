@@ -1,9 +1,10 @@
 //! SidecarSet (spec/sidecarset.md; DECISIONS 12 and 13): the defaulting webhook and its hashes, candidate
-//! selection, and (in progress) pod injection.
+//! selection, and pod injection over SidecarSets prepared once for it ([`prepared`]).
 
 pub mod defaults;
 pub mod hash;
 pub mod inject;
+pub mod prepared;
 pub mod resources;
 pub mod revision;
 pub mod select;

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use crate::api::pod::SlimPod;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
+use crate::sidecarset::prepared::PreparedSidecarSet;
 
 /// Questions a webhook may ask about the cluster. Answers come from caches: they never block.
 pub trait ClusterView {
@@ -25,12 +26,13 @@ pub trait ClusterView {
 /// and over YAML in [`crate::fixture`].
 pub trait SidecarSetView {
     /// Candidate SidecarSets for a pod with `labels` in `namespace` (spec/sidecarset.md §4.3 step 2, each
-    /// bucket in name order), without those that cannot match ([`crate::sidecarset::select::SidecarSetIndex::candidates_for`]).
+    /// bucket in name order), without those that cannot match ([`crate::sidecarset::select::SidecarSetIndex::candidates_for`]),
+    /// prepared for injection.
     fn sidecar_set_candidates(
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<SidecarSet>>;
+    ) -> Vec<Arc<PreparedSidecarSet>>;
     /// A SidecarSet by name.
     fn sidecar_set(&self, name: &str) -> Option<Arc<SidecarSet>>;
     /// Every SidecarSet, in name order.

@@ -3,7 +3,6 @@
 //! Containers keep their whole JSON ([`SidecarContainer::raw`]): injection copies it into the pod, so fields
 //! our types do not know survive (DECISIONS 13). The fields the logic reads are decoded beside it.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
@@ -56,40 +55,6 @@ pub struct SidecarSet {
     /// Status, as the controller wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<SidecarSetStatus>,
-    /// Its entries in a pod's hash annotations, written on its first injection.
-    #[serde(skip)]
-    pub(crate) hash_entries: Memo<crate::sidecarset::inject::HashEntries>,
-}
-
-/// A value worked out from the fields of the object that holds it, on first use. A clone starts without it
-/// (a clone may be edited), and it takes no part in equality; whoever reads it checks it was worked out
-/// from the fields as they are.
-#[derive(Debug)]
-pub(crate) struct Memo<T>(std::sync::OnceLock<T>);
-
-impl<T> Memo<T> {
-    /// The value, worked out by `init` on first use.
-    pub(crate) fn get_or_init(&self, init: impl FnOnce() -> T) -> &T {
-        self.0.get_or_init(init)
-    }
-}
-
-impl<T> Default for Memo<T> {
-    fn default() -> Self {
-        Self(std::sync::OnceLock::new())
-    }
-}
-
-impl<T> Clone for Memo<T> {
-    fn clone(&self) -> Self {
-        Self::default()
-    }
-}
-
-impl<T> PartialEq for Memo<T> {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
 }
 
 /// `spec`.
@@ -256,81 +221,8 @@ pub struct SidecarSetStatus {
 pub struct SidecarContainer {
     /// The container exactly as stored.
     raw: serde_json::Map<String, Value>,
-    /// The container as it is injected (`raw` without Kruise's own fields), written ahead as JSON text when
-    /// the SidecarSet is read, so injection copies it instead of cloning and writing a tree on every pod
-    /// create.
-    written: Written,
     /// The fields injection reads.
     pub view: SidecarContainerView,
-    /// The container as injected into a pod that gives it nothing of its own (no transferred envs, shared
-    /// mounts or devices, resources policy, hot-upgrade copy): `written` with `IS_INJECTED` added, worked
-    /// out on its first such injection. It depends on `written` alone, which is never edited.
-    pub(crate) plain: Memo<std::sync::Arc<str>>,
-}
-
-/// A sidecar container written as JSON text (as serde_json writes it, members in key order): one text, and
-/// where each member's `"key":` and value start and end in it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Written {
-    text: Box<str>,
-    /// Per member: where its `"key":` starts, where its value starts, where it ends.
-    members: Box<[(usize, usize, usize)]>,
-}
-
-/// A member of a [`Written`] container.
-pub(crate) struct WrittenMember<'a> {
-    /// The key.
-    pub key: Cow<'a, str>,
-    /// `"key":`, escaped.
-    pub head: &'a str,
-    /// The value.
-    pub value: &'a str,
-}
-
-impl Written {
-    /// `raw` without [`KRUISE_CONTAINER_FIELDS`].
-    fn of(raw: &serde_json::Map<String, Value>) -> Self {
-        let mut text = String::new();
-        let mut members = Vec::with_capacity(raw.len());
-        let injected = raw
-            .iter()
-            .filter(|(key, _)| !KRUISE_CONTAINER_FIELDS.contains(&key.as_str()));
-        for (key, value) in injected {
-            let head = text.len();
-            crate::json::write_string(&mut text, key);
-            text.push(':');
-            let start = text.len();
-            crate::json::write_value(&mut text, value);
-            members.push((head, start, text.len()));
-        }
-        Self {
-            text: text.into(),
-            members: members.into(),
-        }
-    }
-
-    /// The members, in key order.
-    pub(crate) fn members(&self) -> impl Iterator<Item = WrittenMember<'_>> {
-        self.members.iter().map(|&(head, start, end)| {
-            let head = &self.text[head..start];
-            // `"key":`; a key written with escapes is read back (it is rare).
-            let quoted = &head[..head.len() - 1];
-            let key = match quoted.get(1..quoted.len() - 1) {
-                Some(key) if !key.contains('\\') => Cow::Borrowed(key),
-                _ => Cow::Owned(serde_json::from_str(quoted).unwrap_or_default()),
-            };
-            WrittenMember {
-                key,
-                head,
-                value: &self.text[start..end],
-            }
-        })
-    }
-
-    /// The length of the members' text (no commas or braces).
-    pub(crate) fn len(&self) -> usize {
-        self.text.len()
-    }
 }
 
 /// The fields of a SidecarContainer that selection and injection read.
@@ -433,12 +325,7 @@ impl<'de> Deserialize<'de> for SidecarContainer {
         let Value::Object(raw) = raw else {
             unreachable!("built as an object above")
         };
-        Ok(Self {
-            written: Written::of(&raw),
-            raw,
-            view,
-            plain: Memo::default(),
-        })
+        Ok(Self { raw, view })
     }
 }
 
@@ -452,11 +339,6 @@ impl SidecarContainer {
     /// The container exactly as stored (a Container plus Kruise's fields).
     pub fn raw(&self) -> &serde_json::Map<String, Value> {
         &self.raw
-    }
-
-    /// The container as it is injected (the raw JSON without Kruise's own fields), written as JSON text.
-    pub(crate) fn written(&self) -> &Written {
-        &self.written
     }
 
     /// A native sidecar (init container with `restartPolicy: Always`).
@@ -535,37 +417,6 @@ mod tests {
             ["A", "B"]
         );
         assert_eq!(serde_json::to_value(&set).unwrap(), stored);
-        let injected: Vec<_> = set.spec.containers[0]
-            .written()
-            .members()
-            .map(|m| m.key.into_owned())
-            .collect();
-        assert!(
-            injected.iter().any(|k| k == "futureContainerField")
-                && !injected.iter().any(|k| k == "transferEnv")
-        );
-    }
-
-    #[test]
-    fn a_container_is_written_member_by_member_as_serde_json_writes_it() {
-        let c: SidecarContainer = serde_json::from_value(json!({"name": "s", "image": "i",
-            "a\"b": 1, "x\u{1}": [true, null], "env": [{"name": "E", "value": "é"}], "transferEnv": []}))
-        .unwrap();
-        let members: Vec<_> = c.written().members().collect();
-        let keys: Vec<&str> = members.iter().map(|m| &*m.key).collect();
-        assert_eq!(
-            keys,
-            ["a\"b", "env", "image", "name", "x\u{1}"],
-            "Kruise's own fields left out"
-        );
-        let joined: Vec<String> = members
-            .iter()
-            .map(|m| format!("{}{}", m.head, m.value))
-            .collect();
-        assert_eq!(
-            format!("{{{}}}", joined.join(",")),
-            r#"{"a\"b":1,"env":[{"name":"E","value":"é"}],"image":"i","name":"s","x\u0001":[true,null]}"#
-        );
     }
 
     #[test]

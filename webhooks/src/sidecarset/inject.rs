@@ -12,9 +12,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::api::sidecarset::{
-    HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet,
-};
+use super::prepared::{PreparedContainer, PreparedSidecarSet};
+use crate::api::sidecarset::{HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer};
 use crate::json::patch::Json;
 use crate::json::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
 use crate::json::{go, merge_patch, write_string, write_value};
@@ -245,20 +244,18 @@ impl AnnotationText {
     }
 }
 
-/// A SidecarSet's entries in the two hash annotations as its injection now writes them, around their
-/// timestamp, worked out once per SidecarSet ([`SidecarSet::hash_entries`]): a pod create copies four
+/// A SidecarSet's entries in the two hash annotations as its injection writes them, around their timestamp,
+/// worked out once per prepared SidecarSet ([`PreparedSidecarSet::hash_entries`]): a pod create copies four
 /// pieces per SidecarSet and annotation instead of writing a dozen and escaping the annotation again for
 /// the patch.
 #[derive(Debug, Clone)]
 pub(crate) struct HashEntries {
-    /// The entries they were written from (hash, hash without image), timestamps aside.
-    specs: [UpgradeSpec; 2],
     /// Per annotation: the entry's head and tail ([`entry_head`], [`entry_tail`]).
     pieces: [[Piece; 2]; 2],
 }
 
 /// What a SidecarSet's entries in the two hash annotations are written from, timestamps aside, borrowed
-/// from the SidecarSet: a pod create whose SidecarSet's entries are already written builds none of them.
+/// from the SidecarSet.
 struct EntryKey<'s> {
     name: &'s str,
     /// The hash and the hash without image.
@@ -297,30 +294,7 @@ impl HashEntries {
             entry_tail(&mut tail, spec);
             [Piece::of(head), Piece::of(tail)]
         });
-        Self { specs, pieces }
-    }
-
-    /// Whether these were written from `key`. Every field is compared: the destructuring names them all,
-    /// so a field added to [`UpgradeSpec`] must be added here.
-    fn is_for(&self, key: &EntryKey<'_>) -> bool {
-        self.specs.iter().enumerate().all(|(which, mine)| {
-            let UpgradeSpec {
-                update_timestamp,
-                hash,
-                sidecar_set_name,
-                sidecar_list,
-                controller_revision,
-            } = mine;
-            update_timestamp.is_none()
-                && hash == key.hashes[which]
-                && sidecar_set_name == key.name
-                && sidecar_list.as_deref().is_some_and(|list| {
-                    list.iter()
-                        .map(String::as_str)
-                        .eq(key.sidecar_list.iter().copied())
-                })
-                && controller_revision.as_deref() == key.revision(which)
-        })
+        Self { pieces }
     }
 }
 
@@ -369,7 +343,7 @@ impl<'s> FromIterator<(Cow<'s, str>, Entry)> for Entries<'s> {
 /// (`fresh`, stamped `now`) are copied from their pieces; the others (a pod injected before) are written.
 fn upgrade_specs_texts(
     specs: [&Entries<'_>; 2],
-    fresh: &[Cow<'_, HashEntries>],
+    fresh: &[&HashEntries],
     now: &str,
 ) -> [(String, Box<str>); 2] {
     let mut written = String::with_capacity(32);
@@ -459,7 +433,7 @@ fn read_upgrade_specs(
 /// [`InjectError::MergePatch`] when `MergePatchJson` meets a value that is not JSON.
 pub fn patch_pod_metadata(
     doc: &mut RawPod<'_>,
-    matched: &[Arc<SidecarSet>],
+    matched: &[Arc<PreparedSidecarSet>],
 ) -> Result<bool, InjectError> {
     let entries: Vec<_> = matched
         .iter()
@@ -675,10 +649,10 @@ fn fields<'c>(c: &'c Map<String, Value>, list: &str, key: &str) -> Vec<&'c str> 
 const IS_INJECTED_ENV: &str = r#"{"name":"IS_INJECTED","value":"true"}"#;
 
 /// A sidecar as injected (§4.6 steps 4.3-4.8 / 5.3-5.7): the SidecarSet's container, whose members were
-/// written as text when the SidecarSet was read, with what injection adds to it. Written as text
+/// written as text when the SidecarSet was prepared, with what injection adds to it. Written as text
 /// ([`Sidecar::write`]) without building the container as a tree: members are copied, lists extended.
 struct Sidecar<'s, 'p> {
-    base: &'s SidecarContainer,
+    base: PreparedContainer<'s>,
     /// `resources` as the resources policy gives them (§5): they replace the container's own.
     resources: Option<Value>,
     /// Appended to `env` after `IS_INJECTED`: transferred envs, then those shared subPathExprs reference,
@@ -728,12 +702,13 @@ impl<'p> FromIterator<Cow<'p, str>> for Paths<'p> {
 /// Builds one sidecar (§4.6 steps 4.3-4.8 / 5.3-5.7): mounts, envs, devices; adds the SidecarSet volumes its
 /// own mounts and devices name to `injected_volumes`.
 fn build_container<'s, 'p>(
-    sidecar: &'s SidecarContainer,
+    prepared: PreparedContainer<'s>,
     source: Source<'p, '_>,
     volumes: &'s [Value],
     injected_volumes: &mut Vec<&'s Value>,
     (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &NameSet<'_>),
 ) -> Result<Sidecar<'s, 'p>, InjectError> {
+    let sidecar = prepared.spec;
     // The lists read here are not among Kruise's own fields: as injected.
     let c = sidecar.raw();
     let resources = if sidecar.view.resources_policy.is_some() {
@@ -766,7 +741,7 @@ fn build_container<'s, 'p>(
     let volume_named = |name: &str| volumes.iter().rev().find(|v| str_field(v, "name") == name);
     injected_volumes.extend(own_volumes.filter_map(volume_named));
     let mut built = Sidecar {
-        base: sidecar,
+        base: prepared,
         resources,
         env: Vec::new(),
         mounts: Vec::new(),
@@ -856,7 +831,7 @@ impl Sidecar<'_, '_> {
             .filter(|(_, on)| *on)
             .map(|(key, _)| key)
             .peekable();
-        let written = self.base.written();
+        let written = self.base.written;
         // Room for the pod's elements copied in, and for what else is written (env, resources, name): one
         // allocation.
         let copied: usize = [&self.env, &self.mounts, &self.devices]
@@ -938,7 +913,7 @@ impl Sidecar<'_, '_> {
 
 /// The two hot-upgrade copies of a sidecar (§6.1) and their annotations.
 fn hot_upgrade<'s>(sidecar: &Sidecar<'s, '_>, built: &mut Built<'s>) -> [(String, Json); 2] {
-    let view = &sidecar.base.view;
+    let view = &sidecar.base.spec.view;
     let name = &view.name;
     let copy = |suffix: &str, image: Option<&str>| {
         let copy_name = format!("{name}{suffix}");
@@ -1000,7 +975,7 @@ fn push_injected<'s>(
     sidecar: &Sidecar<'s, '_>,
     hot: bool,
 ) {
-    let policy = sidecar.base.view.pod_inject_policy.as_str();
+    let policy = sidecar.base.spec.view.pod_inject_policy.as_str();
     if hot {
         let pair = hot_upgrade(sidecar, built).map(|(name, container)| Injected {
             name: Cow::Owned(name),
@@ -1024,7 +999,7 @@ fn push_injected<'s>(
             Json::Text(sidecar.write(Variant::default()))
         };
         built.list(into).push(Injected {
-            name: Cow::Borrowed(&sidecar.base.view.name),
+            name: Cow::Borrowed(&sidecar.base.spec.view.name),
             container,
             policy,
         });
@@ -1038,7 +1013,7 @@ fn push_injected<'s>(
 /// [`InjectError`] for a corrupt hash annotation, a merge patch on non-JSON, or a resources policy failure.
 pub fn inject(
     doc: &mut RawPod<'_>,
-    matched: &[Arc<SidecarSet>],
+    matched: &[Arc<PreparedSidecarSet>],
     options: InjectOptions<'_>,
     resources_policy: ResourcesPolicyFn<'_>,
 ) -> Result<bool, InjectError> {
@@ -1069,13 +1044,14 @@ pub fn inject(
         containers: &doc.containers,
     };
     let mut built = Built::default();
-    let mut fresh: Vec<Cow<'_, HashEntries>> = Vec::with_capacity(matched.len());
+    let mut fresh: Vec<&HashEntries> = Vec::with_capacity(matched.len());
     for set in matched {
         let mut sidecar_list: Vec<&str> = Vec::new();
         let mut injected_any = false;
-        for ic in &set.spec.init_containers {
-            if ic.is_native_sidecar() {
-                sidecar_list.push(&ic.view.name);
+        for ic in set.init_containers() {
+            let native = ic.spec.is_native_sidecar();
+            if native {
+                sidecar_list.push(&ic.spec.view.name);
             }
             let c = build_container(
                 ic,
@@ -1085,14 +1061,14 @@ pub fn inject(
                 (resources_policy, &all_sidecar_names),
             )?;
             injected_any = true;
-            let hot = ic.is_native_sidecar() && is_hot(ic);
+            let hot = native && is_hot(ic.spec);
             push_injected(&mut built, Destination::InitContainers, &c, hot);
         }
         built
             .secrets
             .extend(set.spec.image_pull_secrets.iter().map(|s| json!(s)));
-        for sc in &set.spec.containers {
-            sidecar_list.push(&sc.view.name);
+        for sc in set.containers() {
+            sidecar_list.push(&sc.spec.view.name);
             let c = build_container(
                 sc,
                 source,
@@ -1101,27 +1077,23 @@ pub fn inject(
                 (resources_policy, &all_sidecar_names),
             )?;
             injected_any = true;
-            push_injected(&mut built, Destination::Containers, &c, is_hot(sc));
+            push_injected(&mut built, Destination::Containers, &c, is_hot(sc.spec));
         }
         if injected_any {
             sidecar_list.sort();
-            let key = EntryKey {
-                name: set.name(),
-                hashes: [HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION]
-                    .map(|annotation| set.annotation(annotation).unwrap_or("")),
-                sidecar_list: &sidecar_list,
-                revision: set
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.latest_revision.as_deref())
-                    .filter(|r| !r.is_empty()),
-            };
-            let entries = set.hash_entries.get_or_init(|| HashEntries::new(&key));
-            fresh.push(if entries.is_for(&key) {
-                Cow::Borrowed(entries)
-            } else {
-                Cow::Owned(HashEntries::new(&key))
-            });
+            fresh.push(set.hash_entries(|| {
+                HashEntries::new(&EntryKey {
+                    name: set.name(),
+                    hashes: [HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION]
+                        .map(|annotation| set.annotation(annotation).unwrap_or("")),
+                    sidecar_list: &sidecar_list,
+                    revision: set
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.latest_revision.as_deref())
+                        .filter(|r| !r.is_empty()),
+                })
+            }));
             let at = fresh.len() - 1;
             hashes.insert(Cow::Borrowed(set.name()), Entry::Fresh(at));
             hashes_without_image.insert(Cow::Borrowed(set.name()), Entry::Fresh(at));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
+use super::prepared::PreparedSidecarSet;
 use super::select::selector_error;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::{
@@ -124,16 +125,16 @@ fn percentage(s: &str) -> Result<f64, String> {
 /// # Errors
 /// A missing revision, an invalid `updateStrategy.selector`, or a partition that is not a percentage.
 pub fn choose(
-    set: &Arc<SidecarSet>,
+    set: &Arc<PreparedSidecarSet>,
     pod_labels: &BTreeMap<String, String>,
     view: &impl SidecarSetView,
     kruise_namespace: &str,
     random: f64,
-) -> Result<Arc<SidecarSet>, String> {
+) -> Result<Arc<PreparedSidecarSet>, String> {
     let Some(historical) = historical(set, view, kruise_namespace)? else {
         return Ok(set.clone());
     };
-    let historical = Arc::new(historical);
+    let historical = Arc::new(PreparedSidecarSet::from(historical));
     let strategy = &set.spec.update_strategy;
     if strategy.paused {
         return Ok(historical);
@@ -183,10 +184,10 @@ mod tests {
         })
     }
 
-    fn set(revision: Value, strategy: Value) -> Arc<SidecarSet> {
-        Arc::new(serde_json::from_value(json!({"metadata": {"name": "sidecarset1", "annotations": {HASH_ANNOTATION: "latest"}},
+    fn set(revision: Value, strategy: Value) -> Arc<PreparedSidecarSet> {
+        Arc::new(PreparedSidecarSet::from(serde_json::from_value::<SidecarSet>(json!({"metadata": {"name": "sidecarset1", "annotations": {HASH_ANNOTATION: "latest"}},
             "spec": {"selector": {"matchLabels": {"app": "web"}}, "containers": [{"name": "dns-f", "image": "sidecar-image:canary"}, {"name": "log-agent", "image": "l"}],
-                     "injectionStrategy": {"revision": revision}, "updateStrategy": strategy}})).unwrap())
+                     "injectionStrategy": {"revision": revision}, "updateStrategy": strategy}})).unwrap()))
     }
 
     fn image(s: &SidecarSet) -> &str {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use super::prepared::PreparedSidecarSet;
 use crate::api::sidecarset::SidecarSet;
 use crate::selector::{self, Labels};
 
@@ -61,14 +62,14 @@ fn anchor(set: &SidecarSet) -> Option<(String, String)> {
 /// One index value's SidecarSets: all of them by name, and by anchor label.
 #[derive(Debug, Default, Clone)]
 struct Bucket {
-    by_name: BTreeMap<String, Arc<SidecarSet>>,
+    by_name: BTreeMap<String, Arc<PreparedSidecarSet>>,
     /// By anchor label key, then value: a pod's labels look them up without building a key.
-    anchored: HashMap<String, HashMap<String, BTreeMap<String, Arc<SidecarSet>>>>,
-    unanchored: BTreeMap<String, Arc<SidecarSet>>,
+    anchored: HashMap<String, HashMap<String, BTreeMap<String, Arc<PreparedSidecarSet>>>>,
+    unanchored: BTreeMap<String, Arc<PreparedSidecarSet>>,
 }
 
 impl Bucket {
-    fn insert(&mut self, name: &str, set: Arc<SidecarSet>) {
+    fn insert(&mut self, name: &str, set: Arc<PreparedSidecarSet>) {
         match anchor(&set) {
             Some((key, value)) => self
                 .anchored
@@ -107,7 +108,11 @@ impl Bucket {
     }
 
     /// The sets a pod with these labels may match, in name order.
-    fn for_labels(&self, labels: &BTreeMap<String, String>, out: &mut Vec<Arc<SidecarSet>>) {
+    fn for_labels(
+        &self,
+        labels: &BTreeMap<String, String>,
+        out: &mut Vec<Arc<PreparedSidecarSet>>,
+    ) {
         let start = out.len();
         out.extend(self.unanchored.values().cloned());
         for (k, v) in labels {
@@ -119,7 +124,7 @@ impl Bucket {
     }
 }
 
-/// SidecarSets by index value, each bucket in name order.
+/// SidecarSets by index value, each bucket in name order, each prepared for injection once as it comes in.
 #[derive(Debug, Default, Clone)]
 pub struct SidecarSetIndex {
     buckets: HashMap<String, Bucket>,
@@ -135,11 +140,12 @@ fn bucket_key(namespace: &str) -> &str {
 }
 
 impl SidecarSetIndex {
-    /// Adds or replaces a SidecarSet (by name).
+    /// Adds or replaces a SidecarSet (by name), prepared for injection ([`PreparedSidecarSet`]).
     pub fn upsert(&mut self, set: Arc<SidecarSet>) {
         let name = set.name().to_owned();
         self.remove(&name);
         let keys = index_values(&set);
+        let set = Arc::new(PreparedSidecarSet::new(set));
         for key in &keys {
             self.buckets
                 .entry(key.clone())
@@ -164,7 +170,8 @@ impl SidecarSetIndex {
     /// A SidecarSet by name.
     pub fn get(&self, name: &str) -> Option<&Arc<SidecarSet>> {
         let key = self.keys.get(name)?.first()?;
-        self.buckets.get(key)?.by_name.get(name)
+        let prepared = self.buckets.get(key)?.by_name.get(name)?;
+        Some(prepared.sidecar_set())
     }
 
     /// Every SidecarSet, in name order.
@@ -192,7 +199,7 @@ impl SidecarSetIndex {
     pub fn candidates<'a>(
         &'a self,
         namespace: &str,
-    ) -> impl Iterator<Item = &'a Arc<SidecarSet>> + 'a {
+    ) -> impl Iterator<Item = &'a Arc<PreparedSidecarSet>> + 'a {
         let pinned = self
             .buckets
             .get(bucket_key(namespace))
@@ -212,7 +219,7 @@ impl SidecarSetIndex {
         &self,
         namespace: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Vec<Arc<SidecarSet>> {
+    ) -> Vec<Arc<PreparedSidecarSet>> {
         let mut out = Vec::new();
         for key in [bucket_key(namespace), CLUSTER_SCOPE] {
             if let Some(bucket) = self.buckets.get(key) {
@@ -282,12 +289,12 @@ pub fn pod_matches(
 /// # Errors
 /// A selector error of a candidate, or the error of `choose` (500).
 pub fn matching<'a>(
-    candidates: impl IntoIterator<Item = &'a Arc<SidecarSet>>,
+    candidates: impl IntoIterator<Item = &'a Arc<PreparedSidecarSet>>,
     pod_labels: &BTreeMap<String, String>,
     namespace_labels: Option<&impl Labels>,
-    mut choose: impl FnMut(&Arc<SidecarSet>, usize) -> Result<Arc<SidecarSet>, String>,
-) -> Result<Vec<Arc<SidecarSet>>, String> {
-    let mut matched: Vec<Arc<SidecarSet>> = Vec::new();
+    mut choose: impl FnMut(&Arc<PreparedSidecarSet>, usize) -> Result<Arc<PreparedSidecarSet>, String>,
+) -> Result<Vec<Arc<PreparedSidecarSet>>, String> {
+    let mut matched: Vec<Arc<PreparedSidecarSet>> = Vec::new();
     let mut bases: Vec<String> = Vec::new();
     for set in candidates {
         if set.spec.injection_strategy.paused || matched.iter().any(|m| m.name() == set.name()) {
@@ -559,6 +566,7 @@ mod tests {
             ),
             set("plain", json!({"selector": sel}), json!({})),
         ];
+        let sets = sets.map(|s| Arc::new(PreparedSidecarSet::new(s)));
         let names: Vec<String> = matching(sets.iter(), &pod, Some(&ns), |s, _| Ok(s.clone()))
             .unwrap()
             .iter()

@@ -2,6 +2,7 @@
 //! where they live). Expected values are written from the spec.
 
 use super::*;
+use crate::api::sidecarset::SidecarSet;
 use serde_json::json;
 
 const NOW: &str = "2026-11-21T10:00:00Z";
@@ -36,19 +37,20 @@ fn pod() -> Value {
     })
 }
 
-fn sidecar_set(name: &str, spec: Value) -> Arc<SidecarSet> {
+fn sidecar_set(name: &str, spec: Value) -> Arc<PreparedSidecarSet> {
     Arc::new(
-        serde_json::from_value(json!({
+        serde_json::from_value::<SidecarSet>(json!({
             "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
             "metadata": {"name": name, "annotations": {HASH_ANNOTATION: format!("{name}-hash"), HASH_WITHOUT_IMAGE_ANNOTATION: format!("{name}-wo")}},
             "spec": spec
         }))
-        .unwrap(),
+        .unwrap()
+        .into(),
     )
 }
 
 /// sidecarset1 of §11.
-fn sidecarset1() -> Arc<SidecarSet> {
+fn sidecarset1() -> Arc<PreparedSidecarSet> {
     sidecar_set(
         "sidecarset1",
         json!({
@@ -63,7 +65,7 @@ fn sidecarset1() -> Arc<SidecarSet> {
     )
 }
 
-fn run(pod: &mut Value, sets: &[Arc<SidecarSet>]) -> Result<bool, InjectError> {
+fn run(pod: &mut Value, sets: &[Arc<PreparedSidecarSet>]) -> Result<bool, InjectError> {
     run_with(pod, sets, opts())
 }
 
@@ -71,7 +73,7 @@ fn run(pod: &mut Value, sets: &[Arc<SidecarSet>]) -> Result<bool, InjectError> {
 /// checks the patch against the pod as received.
 fn run_with(
     pod: &mut Value,
-    sets: &[Arc<SidecarSet>],
+    sets: &[Arc<PreparedSidecarSet>],
     options: InjectOptions<'_>,
 ) -> Result<bool, InjectError> {
     let text = pod.to_string();
@@ -145,7 +147,7 @@ fn basic_injection_order_and_is_injected() {
 #[test]
 fn hash_annotations_have_openkruises_exact_shape() {
     // §11 scenarios 5, 6 and 22.
-    let mut set = (*sidecarset1()).clone();
+    let mut set = sidecarset1().sidecar_set().as_ref().clone();
     set.status = Some(crate::api::sidecarset::SidecarSetStatus {
         latest_revision: Some("sidecarset1-abc".into()),
         ..Default::default()
@@ -156,7 +158,7 @@ fn hash_annotations_have_openkruises_exact_shape() {
         "initContainers": [{"name": "init-x", "image": "busybox"}]}),
     );
     let mut p = pod();
-    run(&mut p, &[Arc::new(set), plain_init_only]).unwrap();
+    run(&mut p, &[Arc::new(set.into()), plain_init_only]).unwrap();
     assert_eq!(
         ann(&p, HASH_ANNOTATION),
         r#"{"plain":{"updateTimestamp":"2026-11-21T10:00:00Z","hash":"plain-hash","sidecarSetName":"plain","sidecarList":[]},"sidecarset1":{"updateTimestamp":"2026-11-21T10:00:00Z","hash":"sidecarset1-hash","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"],"controllerRevision":"sidecarset1-abc"}}"#
@@ -511,14 +513,14 @@ fn native_sidecars_and_hot_upgrade_init_containers() {
 #[test]
 fn hot_upgrade_container_gets_two_copies_with_version_envs() {
     // §11 scenario 23.
-    let mut set = (*sidecarset1()).clone();
+    let mut set = sidecarset1().sidecar_set().as_ref().clone();
     set.spec.init_containers.clear();
     let mut dns: Value = serde_json::to_value(&set.spec.containers[0]).unwrap();
     dns["upgradeStrategy"] =
         json!({"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "busy:hotupgrade-empty"});
     set.spec.containers[0] = serde_json::from_value(dns).unwrap();
     let mut p = pod();
-    run(&mut p, &[Arc::new(set)]).unwrap();
+    run(&mut p, &[Arc::new(set.into())]).unwrap();
     assert_eq!(
         names(&p, "containers"),
         ["dns-f-1", "dns-f-2", "nginx", "log-agent"]
@@ -550,7 +552,7 @@ fn hot_upgrade_container_gets_two_copies_with_version_envs() {
 }
 
 /// [`patch_pod_metadata`] on the pod parsed from its text; `pod` becomes the result.
-fn patch_metadata(pod: &mut Value, sets: &[Arc<SidecarSet>]) -> Result<bool, InjectError> {
+fn patch_metadata(pod: &mut Value, sets: &[Arc<PreparedSidecarSet>]) -> Result<bool, InjectError> {
     let text = pod.to_string();
     let mut doc = RawPod::parse_str(&text).unwrap();
     let changed = patch_pod_metadata(&mut doc, sets)?;
@@ -733,7 +735,7 @@ fn expected_hash_annotations(entries: &[Entry<'_>], kept: &[(&str, UpgradeSpec)]
 fn hash_annotation_entries_written_ahead_are_the_entries_as_go_marshals_them() {
     // Names, hashes and a revision with what JSON and Go escape, beside an entry the pod already had (written
     // as it is read) and a plain SidecarSet; `run` checks the patch's text against serde_json's.
-    let odd = Arc::new(
+    let odd: Arc<PreparedSidecarSet> = Arc::new(
         serde_json::from_value::<SidecarSet>(json!({
             "metadata": {"name": "odd", "annotations": {
                 HASH_ANNOTATION: "h<\"1\">&\\\u{1}\u{2028}", HASH_WITHOUT_IMAGE_ANNOTATION: "w\"\u{7f}é"}},
@@ -742,7 +744,8 @@ fn hash_annotation_entries_written_ahead_are_the_entries_as_go_marshals_them() {
                      "containers": [{"name": "c<2>", "image": "i"}, {"name": "a&1", "image": "i"}]},
             "status": {"latestRevision": "odd-\"rev\""}
         }))
-        .unwrap(),
+        .unwrap()
+        .into(),
     );
     let old = UpgradeSpec {
         update_timestamp: None,
@@ -801,7 +804,7 @@ fn a_sidecar_set_edited_after_an_injection_is_written_from_its_fields_as_they_ar
     // Injected alone into a fresh pod, `set` writes these hash annotation entries.
     let written_as = |set: SidecarSet, (hash, revision, list): (&str, Option<&str>, &[&str])| {
         let mut p = pod();
-        run(&mut p, &[Arc::new(set)]).unwrap();
+        run(&mut p, &[Arc::new(set.into())]).unwrap();
         let expected = expected_hash_annotations(
             &[("sidecarset1", hash, "sidecarset1-wo", revision, list)],
             &[],
@@ -811,8 +814,8 @@ fn a_sidecar_set_edited_after_an_injection_is_written_from_its_fields_as_they_ar
     };
     let set = sidecarset1();
     run(&mut pod(), std::slice::from_ref(&set)).unwrap();
-    // Edited in place (its entries were written by the first injection), and edited in a clone.
-    let mut edited = Arc::try_unwrap(set).unwrap();
+    // Edited (its prepared entries were written by the first injection), and edited in a clone.
+    let mut edited = set.sidecar_set().as_ref().clone();
     edited
         .metadata
         .annotations
@@ -827,10 +830,10 @@ fn a_sidecar_set_edited_after_an_injection_is_written_from_its_fields_as_they_ar
     cloned.spec.containers.pop();
     written_as(edited, ("edited", Some("rev-2"), &["dns-f", "log-agent"]));
     written_as(cloned, ("edited", Some("rev-2"), &["dns-f"]));
-    // Only its containers edited in place: the sidecar list alone tells the entries are stale.
+    // Only its containers edited: the sidecar list alone tells the entries apart.
     let set = sidecarset1();
     run(&mut pod(), std::slice::from_ref(&set)).unwrap();
-    let mut edited = Arc::try_unwrap(set).unwrap();
+    let mut edited = set.sidecar_set().as_ref().clone();
     edited.spec.containers.pop();
     written_as(edited, ("sidecarset1-hash", None, &["dns-f"]));
 }
@@ -1057,13 +1060,13 @@ fn work_map_is_written_only_when_a_hot_upgrade_sidecar_goes_in() {
     assert_eq!(ann(&p, WORKING_HOT_UPGRADE_ANNOTATION), spaced);
 
     // With one, the pod's entries are kept beside the new one.
-    let mut set = (*sidecarset1()).clone();
+    let mut set = sidecarset1().sidecar_set().as_ref().clone();
     let mut dns: Value = serde_json::to_value(&set.spec.containers[0]).unwrap();
     dns["upgradeStrategy"] = json!({"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "e:1"});
     set.spec.containers[0] = serde_json::from_value(dns).unwrap();
     let mut p = pod();
     p["metadata"]["annotations"] = json!({WORKING_HOT_UPGRADE_ANNOTATION: spaced});
-    run(&mut p, &[Arc::new(set)]).unwrap();
+    run(&mut p, &[Arc::new(set.into())]).unwrap();
     assert_eq!(
         ann(&p, WORKING_HOT_UPGRADE_ANNOTATION),
         r#"{"dns-f":"dns-f-1","envoy":"envoy-2"}"#
