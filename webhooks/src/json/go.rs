@@ -1,9 +1,14 @@
-//! Text as OpenKruise's Go code writes it: JSON inside annotations as `encoding/json` marshals it (compact,
-//! object keys sorted, `<`, `>`, `&`, U+2028, U+2029 escaped), and strings quoted as `strconv.Quote` (`%q`).
+//! Text as OpenKruise's Go code writes it: JSON as `encoding/json` marshals it (compact, object keys sorted,
+//! `<`, `>`, `&`, U+2028, U+2029 escaped; [`to_string`], and [`marshal_decoded`] for what it decoded into
+//! `interface{}`), strings quoted as `strconv.Quote` (`%q`), and the errors `json.Unmarshal` returns
+//! ([`syntax_error`], [`unmarshal_string_map_error`]).
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use serde_json::Value;
+
+use super::write::{Spelling, write_tree};
 
 /// Escapes what Go escapes in JSON text; those characters only occur inside strings, so a plain
 /// replacement on serde_json's compact output is exact.
@@ -43,6 +48,34 @@ fn escape_slow(json: &str) -> String {
 /// Compact JSON of `value` as Go would marshal it (serde_json maps are sorted: no `preserve_order`).
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> String {
     go_escaped(serde_json::to_string(value).unwrap_or_default())
+}
+
+/// `v` as Go's `json.Marshal` writes an `interface{}` that `json.Unmarshal` decoded: compact, keys sorted at
+/// every level, numbers as float64, HTML characters escaped.
+pub fn marshal_decoded(v: &Value) -> String {
+    let go = Spelling {
+        // Go decoded the document into interface{}: every number is a float64.
+        number: |out, n| out.push_str(&go_float(n.as_f64().unwrap_or(0.0))),
+        string: |out, s| out.push_str(&to_string(s)),
+    };
+    let mut out = String::new();
+    write_tree(&mut out, v, &go);
+    out
+}
+
+/// A float64 as Go's `encoding/json` prints it: shortest round-trip digits, `'e'` notation below 1e-6 and
+/// from 1e21 on (`1e+21`, `1.5e-7`).
+fn go_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let text = format!("{f:e}");
+        match text.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+            _ => text,
+        }
+    } else {
+        format!("{f}")
+    }
 }
 
 /// Go's `strconv.Quote` (what `%q` prints for a string).
@@ -154,6 +187,15 @@ mod tests {
             r#"{"a":1,"b":"\u003ca\u0026b\u003e"}"#
         );
         assert_eq!(to_string(&json!({"k": "\u{2028}"})), r#"{"k":"\u2028"}"#);
+    }
+
+    #[test]
+    fn canonical_json_prints_like_go() {
+        let v = json!({"b": [1, 2.5, 0.000_000_1, 1e21, -0.0], "a": {"z": "<&>", "y": null}});
+        assert_eq!(
+            marshal_decoded(&v),
+            r#"{"a":{"y":null,"z":"\u003c\u0026\u003e"},"b":[1,2.5,1e-7,1e+21,-0]}"#
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use base64::Engine;
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 use super::scan::{find, is_string_stop};
 
@@ -54,24 +54,46 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// How [`write_tree`] spells a tree's numbers and strings: as serde_json does ([`write_value`]), or as Go's
+/// `json.Marshal` does ([`super::go::marshal_decoded`]).
+pub(super) struct Spelling {
+    /// Appends a number.
+    pub(super) number: fn(&mut String, &Number),
+    /// Appends a string, quoted and escaped.
+    pub(super) string: fn(&mut String, &str),
+}
+
+/// serde_json's spelling: numbers as `Number` displays them (as serde_json writes them), strings by
+/// [`write_string`].
+const SERDE: Spelling = Spelling {
+    number: |out, n| {
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{n}");
+    },
+    string: write_string,
+};
+
 /// Appends `value` as compact JSON, as serde_json writes it.
 pub(crate) fn write_value(out: &mut String, value: &Value) {
+    write_tree(out, value, &SERDE);
+}
+
+/// Appends `value` as compact JSON, numbers and strings as `spelling` says, object members in the map's
+/// order: by key, as both serde_json (built without `preserve_order`) and Go's encoder write them.
+pub(super) fn write_tree(out: &mut String, value: &Value, spelling: &Spelling) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
-        // Writing into a String cannot fail; `Number` displays as serde_json writes it.
-        Value::Number(n) => {
-            let _ = write!(out, "{n}");
-        }
-        Value::String(s) => write_string(out, s),
+        Value::Number(n) => (spelling.number)(out, n),
+        Value::String(s) => (spelling.string)(out, s),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_value(out, item);
+                write_tree(out, item, spelling);
             }
             out.push(']');
         }
@@ -81,9 +103,9 @@ pub(crate) fn write_value(out: &mut String, value: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_string(out, k);
+                (spelling.string)(out, k);
                 out.push(':');
-                write_value(out, v);
+                write_tree(out, v, spelling);
             }
             out.push('}');
         }

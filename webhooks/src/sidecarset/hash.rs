@@ -94,10 +94,7 @@ fn json_kind(v: &Value) -> String {
 
 /// Appends `s` as Go's `encoding/json` writes a string (HTML-safe escaping).
 fn push_go_string(out: &mut String, s: &str) {
-    // serde_json escapes exactly what Go escapes except the HTML characters and U+2028/U+2029.
-    out.push_str(&crate::json::go::escape_like_go(
-        &serde_json::to_string(s).unwrap_or_default(),
-    ));
+    out.push_str(&crate::json::go::to_string(s));
 }
 
 /// The number as Go prints an integer field, when `n` is one Go's decoder accepts for `ty`.

@@ -520,63 +520,6 @@ pub fn status_changed(current: Option<&SidecarSetStatus>, desired: &SidecarSetSt
 // Revisions
 // ---------------------------------------------------------------------------------------------------------
 
-/// A float64 as Go's `encoding/json` prints it: shortest round-trip digits, `'e'` notation below 1e-6 and
-/// from 1e21 on (`1e+21`, `1.5e-7`).
-fn go_float(f: f64) -> String {
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let text = format!("{f:e}");
-        match text.split_once('e') {
-            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
-            _ => text,
-        }
-    } else {
-        format!("{f}")
-    }
-}
-
-fn write_canonical(out: &mut String, v: &Value) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        // Go decoded the document into interface{}: every number is a float64.
-        Value::Number(n) => out.push_str(&go_float(n.as_f64().unwrap_or(0.0))),
-        Value::String(s) => out.push_str(&go::to_string(s)),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&go::to_string(key));
-                out.push(':');
-                write_canonical(out, &map[key]);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// `v` as Go's `json.Marshal` writes a `map[string]interface{}` it decoded: compact, keys sorted at every
-/// level, numbers as float64, HTML characters escaped.
-pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(&mut out, v);
-    out
-}
-
 /// A `[]SidecarContainer` field as Go encodes it into the revision (`null` when empty).
 fn containers_value(list: &[SidecarContainer]) -> Value {
     if list.is_empty() {
@@ -591,7 +534,7 @@ fn containers_value(list: &[SidecarContainer]) -> Value {
 
 /// The ControllerRevision `data` of the SidecarSet (§9 "Revisions"):
 /// `{"spec":{"$patch":"replace","containers":…,"imagePullSecrets":…,"initContainers":…,"patchPodMetadata":…,"volumes":…}}`,
-/// canonical ([`canonical_json`]), with what Go omits (empty lists) as `null`. Containers go through the Go
+/// as Go marshals what it decoded ([`go::marshal_decoded`]), with what Go omits (empty lists) as `null`. Containers go through the Go
 /// encoder of the hash (§7.2); volumes are recorded as stored (Go would re-encode them through
 /// `corev1.Volume`: a stored form that differs from Go's only costs one extra revision after a swap, §12).
 pub fn revision_data(set: &SidecarSet) -> String {
@@ -627,7 +570,7 @@ pub fn revision_data(set: &SidecarSet) -> String {
         "patchPodMetadata": or_null(patch_pod_metadata),
         "volumes": or_null(spec.volumes.clone()),
     }});
-    canonical_json(&data)
+    go::marshal_decoded(&data)
 }
 
 /// FNV-1 32-bit (Go's `hash/fnv.New32`, not `New32a`): multiply, then xor.
@@ -753,7 +696,7 @@ fn stored_data(r: &SlimRevision) -> String {
     match r.data.as_deref() {
         None => String::new(),
         Some(raw) => serde_json::from_str::<Value>(raw.get())
-            .map_or_else(|_| raw.get().to_owned(), |v| canonical_json(&v)),
+            .map_or_else(|_| raw.get().to_owned(), |v| go::marshal_decoded(&v)),
     }
 }
 
