@@ -7,7 +7,8 @@
 //! Entry points: [`admission`] (the AdmissionReview wire format), [`registry`] (which webhooks exist, their
 //! paths and rules), [`deletion_protection`], [`conversion`] (CRD conversion), [`fixture`] (a cluster view
 //! loaded from YAML for tests, benches and `kruise-webhook review`), [`validation`] (Kubernetes object
-//! validation with Go's paths and texts, shared by the validating webhooks).
+//! validation with Go's paths and texts, shared by the validating webhooks), [`json`] (reading request JSON in
+//! place, patches, and JSON as Go writes it).
 
 pub mod admission;
 pub mod api;
