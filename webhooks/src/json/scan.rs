@@ -23,22 +23,15 @@ pub(crate) const MAX_NESTING: usize = 10_000;
 /// port, mount…), and a bound on what a body of many small containers makes it allocate (1 MiB).
 pub(crate) const MAX_ENDS: usize = 1 << 16;
 
-/// The index of the first byte of `b` at or after `from` that `is_stop` flags (`b.len()` when none). Sixteen
-/// bytes at a time are tested with a fold without early exit, which the compiler vectorizes; the block that
-/// holds a stop is then searched byte by byte.
+/// The index of the first byte of `b` at or after `from` that `is_stop` flags (`b.len()` when none), byte
+/// by byte: most strings of a Kubernetes object are a few bytes long, where a block-wise search costs more
+/// than it saves (measured on a pod create review: a 16-byte fold took 60 % longer).
 #[inline]
 pub(crate) fn find(b: &[u8], from: usize, is_stop: impl Fn(u8) -> bool) -> usize {
-    let mut i = from;
-    while let Some(block) = b.get(i..i + 16) {
-        if block.iter().fold(false, |found, &c| found | is_stop(c)) {
-            break;
-        }
-        i += 16;
-    }
-    let rest = b.get(i..).unwrap_or_default();
+    let rest = b.get(from..).unwrap_or_default();
     rest.iter()
         .position(|&c| is_stop(c))
-        .map_or(b.len(), |p| i + p)
+        .map_or(b.len(), |p| from + p)
 }
 
 /// Whether a string stops or needs a look at `c`: its closing quote, an escape, or a control character
@@ -541,9 +534,8 @@ pub(super) mod tests {
         assert!(may_spell(b"", b""), "the empty word is everywhere");
     }
 
-    /// `find` stops at every offset, from every start, on texts of every length below 40 (whole blocks and
-    /// the bytes after them); the bytes before the stop are near misses (one bit off a stop, 0x20, 0x7F,
-    /// non-ASCII).
+    /// `find` stops at every offset, from every start, on texts of every length below 40; the bytes before
+    /// the stop are near misses (one bit off a stop, 0x20, 0x7F, non-ASCII).
     #[test]
     fn stops_are_found_at_every_offset_and_near_misses_are_not_stops() {
         let near = b"#] \x7f\xe2\xa2\x80\xff\x5d\x9f";
