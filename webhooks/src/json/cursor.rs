@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::scan::{Ends, find, skip_space};
+use super::scan::{Ends, Stop, find, skip_space};
 
 /// The entries of `ends` (of a whole text) for the value at `span` of it, with offsets from its start.
 pub(crate) fn ends_within(ends: &[(usize, usize)], span: std::ops::Range<usize>) -> Ends {
@@ -87,7 +87,7 @@ pub(crate) fn string_end(b: &[u8], open: usize) -> (usize, bool) {
     let mut j = open + 1;
     let mut escaped = false;
     loop {
-        j = find(b, j, |c| c == b'"' || c == b'\\');
+        j = find(b, j, Stop::Either(b'"', b'\\'));
         match b.get(j) {
             Some(b'\\') => {
                 escaped = true;

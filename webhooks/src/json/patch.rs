@@ -185,7 +185,7 @@ pub(crate) fn pointer<'s>(steps: impl IntoIterator<Item = Step<'s>>) -> String {
                 let b = k.as_bytes();
                 let mut start = 0;
                 loop {
-                    let i = scan::find(b, start, |c| c == b'~' || c == b'/');
+                    let i = scan::find(b, start, scan::Stop::Either(b'~', b'/'));
                     out.push_str(&k[start..i]);
                     match b.get(i) {
                         Some(b'~') => out.push_str("~0"),

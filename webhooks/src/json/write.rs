@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use base64::Engine;
 use serde_json::{Number, Value};
 
-use super::scan::{find, is_string_stop};
+use super::scan::{Stop, find};
 
 /// For each byte: 0 when serde_json writes it as is, else the letter of its escape (`u` for `\u00xx`).
 static ESCAPE: [u8; 256] = {
@@ -37,7 +37,7 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
     let mut start = 0;
     loop {
         // Escapes are ASCII: every cut is a char boundary.
-        let at = find(bytes, start, is_string_stop);
+        let at = find(bytes, start, Stop::InString);
         out.push_str(&s[start..at]);
         let Some(&b) = bytes.get(at) else { break };
         let escape = ESCAPE[usize::from(b)];
