@@ -106,7 +106,7 @@ fn dynamic_store(
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
     let api = kube::Api::all_with(client.clone(), &resource);
     let strip = |o: &mut DynamicObject| {
-        shared::strip_managed_fields(o);
+        shared::strip_unread_metadata(o);
         if let Some(annotations) = o.metadata.annotations.as_mut() {
             annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
         }

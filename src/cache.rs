@@ -148,7 +148,7 @@ where
         Api::all(client.clone()),
         (),
         config,
-        shared::strip_managed_fields,
+        shared::strip_unread_metadata,
         |_, _| {},
     )
 }
@@ -430,7 +430,7 @@ impl SidecarSetCache {
             Api::<SidecarSet>::all(client.clone()),
             (),
             shared::whole_lists(),
-            shared::strip_managed_fields,
+            shared::strip_unread_metadata,
             move |change, store| {
                 let mut index = writer_index.write().unwrap_or_else(|p| p.into_inner());
                 match change {
@@ -455,7 +455,7 @@ impl SidecarSetCache {
             Api::<SlimRevision>::namespaced(client.clone(), kruise_namespace),
             (),
             shared::whole_lists(),
-            shared::strip_managed_fields,
+            shared::strip_unread_metadata,
             |_, _| {},
         );
         let synced = Arc::new(AtomicBool::new(false));

@@ -235,7 +235,39 @@ where
     shared
 }
 
-/// `strip` for kinds whose every field may be read: managedFields only (large, never read).
-pub fn strip_managed_fields<K: Resource>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
+/// kubectl's copy of what it last applied: an annotation as large as the object's spec, never read.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// `strip` for kinds whose every field may be read: only the metadata nothing reads, managedFields and
+/// [`LAST_APPLIED_ANNOTATION`] (together often larger than the rest of the object).
+pub fn strip_unread_metadata<K: Resource>(object: &mut K) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = &mut meta.annotations {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Namespace;
+
+    use super::*;
+
+    #[test]
+    fn unread_metadata_is_stripped_and_the_rest_kept() {
+        let mut ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "shop", "labels": {"policy.kruise.io/delete-protection": "Always"},
+                "annotations": {LAST_APPLIED_ANNOTATION: "{\"apiVersion\":\"v1\"}", "team": "web"},
+                "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                                   "fieldsV1": {"f:metadata": {}}}]}
+        }))
+        .unwrap();
+        strip_unread_metadata(&mut ns);
+        assert_eq!(
+            serde_json::to_value(&ns.metadata).unwrap(),
+            serde_json::json!({"name": "shop", "labels": {"policy.kruise.io/delete-protection": "Always"},
+                               "annotations": {"team": "web"}})
+        );
+    }
 }

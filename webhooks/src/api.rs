@@ -27,5 +27,8 @@ macro_rules! resource {
 }
 
 pub mod pod;
+mod raw;
 pub mod revision;
 pub mod sidecarset;
+
+pub use raw::RawObject;

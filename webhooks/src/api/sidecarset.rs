@@ -1,7 +1,7 @@
 //! `apps.kruise.io/v1beta1` SidecarSet (spec/sidecarset.md §2), as the webhooks read it.
 //!
-//! Containers keep their whole JSON ([`SidecarContainer::raw`]): injection copies it into the pod, so fields
-//! our types do not know survive (DECISIONS 13). The fields the logic reads are decoded beside it.
+//! Containers and volumes keep their whole JSON, as text ([`RawObject`]): injection copies them into the pod,
+//! so fields our types do not know survive (DECISIONS 13). The fields the logic reads are decoded beside it.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::api::RawObject;
 use crate::de::nullable;
 use serde_json::Value;
 
@@ -87,7 +88,7 @@ pub struct SidecarSetSpec {
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "nullable"
     )]
-    pub volumes: Vec<Value>,
+    pub volumes: Vec<RawObject>,
     /// `updateStrategy`.
     #[serde(default, deserialize_with = "nullable")]
     pub update_strategy: UpdateStrategy,
@@ -220,7 +221,7 @@ pub struct SidecarSetStatus {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SidecarContainer {
     /// The container exactly as stored.
-    raw: serde_json::Map<String, Value>,
+    raw: RawObject,
     /// The fields injection reads.
     pub view: SidecarContainerView,
 }
@@ -325,7 +326,10 @@ impl<'de> Deserialize<'de> for SidecarContainer {
         let Value::Object(raw) = raw else {
             unreachable!("built as an object above")
         };
-        Ok(Self { raw, view })
+        Ok(Self {
+            raw: RawObject::from_map(&raw),
+            view,
+        })
     }
 }
 
@@ -337,7 +341,7 @@ impl Serialize for SidecarContainer {
 
 impl SidecarContainer {
     /// The container exactly as stored (a Container plus Kruise's fields).
-    pub fn raw(&self) -> &serde_json::Map<String, Value> {
+    pub fn raw(&self) -> &RawObject {
         &self.raw
     }
 

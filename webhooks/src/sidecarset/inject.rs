@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::prepared::{PreparedContainer, PreparedSidecarSet};
+use super::prepared::{PreparedContainer, PreparedSidecarSet, PreparedVolumes};
+use crate::api::RawObject;
 use crate::api::sidecarset::{HASH_ANNOTATION, HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer};
 use crate::json::patch::Json;
 use crate::json::rawpod::{Item, RawContainer, RawElement, RawList, RawPod, Section};
@@ -472,10 +473,6 @@ pub fn patch_pod_metadata(
         .any(|key| doc.annotation(key) != doc.received_annotation(key)))
 }
 
-fn env_name(e: &Value) -> &str {
-    e.get("name").and_then(Value::as_str).unwrap_or("")
-}
-
 fn is_injected_sidecar(c: RawContainer<'_>) -> bool {
     c.may_contain("env", IS_INJECTED)
         && c.elements("env")
@@ -628,21 +625,11 @@ struct Injected<'s> {
 struct Built<'s> {
     init_containers: Vec<Injected<'s>>,
     containers: Vec<Injected<'s>>,
-    /// SidecarSet volumes the sidecars use, in order, repeats included.
-    volumes: Vec<&'s Value>,
+    /// SidecarSet volumes the sidecars use (name, volume), in order, repeats included.
+    volumes: Vec<(&'s str, &'s RawObject)>,
     secrets: Vec<Value>,
     hot_annotations: BTreeMap<String, String>,
     work_map: BTreeMap<String, String>,
-}
-
-/// The elements of a container's list member `key` (none when absent or not a list).
-fn list_of<'c>(c: &'c Map<String, Value>, key: &str) -> impl Iterator<Item = &'c Value> {
-    c.get(key).and_then(Value::as_array).into_iter().flatten()
-}
-
-/// The string fields `key` of a container's list member `list`.
-fn fields<'c>(c: &'c Map<String, Value>, list: &str, key: &str) -> Vec<&'c str> {
-    list_of(c, list).map(|m| str_field(m, key)).collect()
 }
 
 /// `{"name":"IS_INJECTED","value":"true"}`, the env every injected container gets.
@@ -704,13 +691,13 @@ impl<'p> FromIterator<Cow<'p, str>> for Paths<'p> {
 fn build_container<'s, 'p>(
     prepared: PreparedContainer<'s>,
     source: Source<'p, '_>,
-    volumes: &'s [Value],
-    injected_volumes: &mut Vec<&'s Value>,
+    volumes: PreparedVolumes<'s>,
+    injected_volumes: &mut Vec<(&'s str, &'s RawObject)>,
     (resources_policy, all_sidecar_names): (ResourcesPolicyFn<'_>, &NameSet<'_>),
 ) -> Result<Sidecar<'s, 'p>, InjectError> {
     let sidecar = prepared.spec;
-    // The lists read here are not among Kruise's own fields: as injected.
-    let c = sidecar.raw();
+    // The mounts, devices and envs read here are the container's as decoded beside its JSON.
+    let c = &sidecar.view;
     let resources = if sidecar.view.resources_policy.is_some() {
         let containers = PodContainers {
             init_containers: source.init_containers,
@@ -734,12 +721,12 @@ fn build_container<'s, 'p>(
     let transfer = dedup_by_name(transfer, subpath_envs);
 
     // Names missing from spec.volumes are skipped (OpenKruise logs a warning).
-    let own_volumes = list_of(c, "volumeMounts")
-        .chain(list_of(c, "volumeDevices"))
-        .map(|m| str_field(m, "name"));
-    // The last SidecarSet volume of a name, as a map by name would keep (a few volumes: a scan).
-    let volume_named = |name: &str| volumes.iter().rev().find(|v| str_field(v, "name") == name);
-    injected_volumes.extend(own_volumes.filter_map(volume_named));
+    let own_volumes = c
+        .volume_mounts
+        .iter()
+        .map(|m| m.name.as_str())
+        .chain(c.volume_devices.iter().map(|d| d.name.as_str()));
+    injected_volumes.extend(own_volumes.filter_map(|name| volumes.named(name)));
     let mut built = Sidecar {
         base: prepared,
         resources,
@@ -760,17 +747,11 @@ fn build_container<'s, 'p>(
     // Paths the sidecar's own mounts and devices take; shared mounts on them are left out.
     let mut used = Paths::default();
     if !shared.is_empty() || share_devices {
-        for m in list_of(c, "volumeMounts") {
-            used.insert(str_field(m, "mountPath").into());
+        for m in &c.volume_mounts {
+            used.insert(m.mount_path.as_str().into());
         }
-        for d in list_of(c, "volumeDevices") {
-            let path = str_field(d, "mountPath");
-            let path = if path.is_empty() {
-                str_field(d, "devicePath")
-            } else {
-                path
-            };
-            used.insert(path.into());
+        for d in &c.volume_devices {
+            used.insert(d.device_path.as_str().into());
         }
     }
     let mounts: Vec<SharedMount<'_>> = shared
@@ -779,7 +760,7 @@ fn build_container<'s, 'p>(
         .collect();
 
     // After IS_INJECTED, the envs whose names the container does not have yet.
-    let mut env_names: Vec<Cow<'_, str>> = list_of(c, "env").map(|e| env_name(e).into()).collect();
+    let mut env_names: Vec<Cow<'_, str>> = c.env.iter().map(|e| e.name.as_str().into()).collect();
     env_names.push(IS_INJECTED.into());
     built.env.reserve(transfer.len());
     for e in transfer {
@@ -791,9 +772,11 @@ fn build_container<'s, 'p>(
     }
 
     if share_devices {
-        let mut used: Paths<'_> = fields(c, "volumeDevices", "devicePath")
-            .into_iter()
-            .chain(fields(c, "volumeMounts", "mountPath"))
+        let mut used: Paths<'_> = c
+            .volume_devices
+            .iter()
+            .map(|d| d.device_path.as_str())
+            .chain(c.volume_mounts.iter().map(|m| m.mount_path.as_str()))
             .map(Cow::Borrowed)
             .chain(mounts.iter().map(|(_, path)| path.clone()))
             .collect();
@@ -1056,7 +1039,7 @@ pub fn inject(
             let c = build_container(
                 ic,
                 source,
-                &set.spec.volumes,
+                set.volumes(),
                 &mut built.volumes,
                 (resources_policy, &all_sidecar_names),
             )?;
@@ -1072,7 +1055,7 @@ pub fn inject(
             let c = build_container(
                 sc,
                 source,
-                &set.spec.volumes,
+                set.volumes(),
                 &mut built.volumes,
                 (resources_policy, &all_sidecar_names),
             )?;
@@ -1143,20 +1126,17 @@ fn merge_containers(existing: &RawList<'_>, injected: Vec<Injected<'_>>) -> Vec<
 
 /// §4.7 step 4: the pod's volumes, then each SidecarSet volume unless the pod (or an earlier SidecarSet) has
 /// one of its name; `None` when nothing is added.
-fn merge_volumes(existing: &RawList<'_>, injected: Vec<&Value>) -> Option<Vec<Item>> {
+fn merge_volumes(existing: &RawList<'_>, injected: Vec<(&str, &RawObject)>) -> Option<Vec<Item>> {
     if injected.is_empty() {
         return None;
     }
     let mut names: Vec<&str> = existing.iter().map(RawContainer::name).collect();
     let mut merged: Vec<Item> = (0..existing.len()).map(Item::Original).collect();
-    for v in injected {
-        let name = str_field(v, "name");
+    for (name, volume) in injected {
         if !names.contains(&name) {
             names.push(name);
-            // Written here as the patch carries it: one string, not a copy of the tree.
-            let mut text = String::with_capacity(128);
-            write_value(&mut text, v);
-            merged.push(Item::New(Json::Text(text.into())));
+            // Its text is what the patch carries (written as serde_json writes the tree).
+            merged.push(Item::New(Json::Text(volume.text().into())));
         }
     }
     (merged.len() > existing.len()).then_some(merged)

@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{Map, Value};
 
 use super::inject::HashEntries;
+use crate::api::RawObject;
 use crate::api::sidecarset::{KRUISE_CONTAINER_FIELDS, SidecarContainer, SidecarSet};
 use crate::json::{write_string, write_value};
 
@@ -29,7 +30,28 @@ pub struct PreparedSidecarSet {
     set: Arc<SidecarSet>,
     /// One per container of `spec.initContainers`, then of `spec.containers`, in order.
     containers: Box<[WrittenContainer]>,
+    /// The `name` of each of `spec.volumes`.
+    volume_names: Box<[Box<str>]>,
     hash_entries: OnceLock<HashEntries>,
+}
+
+/// The volumes of a [`PreparedSidecarSet`] and their names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PreparedVolumes<'s> {
+    names: &'s [Box<str>],
+    volumes: &'s [RawObject],
+}
+
+impl<'s> PreparedVolumes<'s> {
+    /// The last volume named `name` (as a map by name would keep it), with its name.
+    pub(crate) fn named(&self, name: &str) -> Option<(&'s str, &'s RawObject)> {
+        self.names
+            .iter()
+            .zip(self.volumes)
+            .rev()
+            .find(|(n, _)| &***n == name)
+            .map(|(n, v)| (&**n, v))
+    }
 }
 
 /// A sidecar container written ahead, and its text as injected into a pod that gives it nothing.
@@ -61,14 +83,29 @@ impl PreparedSidecarSet {
             .iter()
             .chain(&set.spec.containers)
             .map(|c| WrittenContainer {
-                written: Written::of(c.raw()),
+                written: Written::of(&c.raw().to_map()),
                 plain: OnceLock::new(),
             })
+            .collect();
+        let volume_names = set
+            .spec
+            .volumes
+            .iter()
+            .map(|v| v.str_member("name").into())
             .collect();
         Self {
             set,
             containers,
+            volume_names,
             hash_entries: OnceLock::new(),
+        }
+    }
+
+    /// `spec.volumes`, with their names.
+    pub(crate) fn volumes(&self) -> PreparedVolumes<'_> {
+        PreparedVolumes {
+            names: &self.volume_names,
+            volumes: &self.set.spec.volumes,
         }
     }
 
@@ -198,7 +235,7 @@ mod tests {
 
     fn written(container: Value) -> Written {
         let c: SidecarContainer = serde_json::from_value(container).unwrap();
-        Written::of(c.raw())
+        Written::of(&c.raw().to_map())
     }
 
     #[test]

@@ -190,8 +190,8 @@ mod tests {
                      "injectionStrategy": {"revision": revision}, "updateStrategy": strategy}})).unwrap()))
     }
 
-    fn image(s: &SidecarSet) -> &str {
-        s.spec.containers[0].raw()["image"].as_str().unwrap()
+    fn image(s: &SidecarSet) -> String {
+        s.spec.containers[0].raw().str_member("image")
     }
 
     fn view() -> FixtureCluster {

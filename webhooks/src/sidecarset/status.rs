@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use super::hash::encode_containers;
 use super::inject::{INJECTED_LIST_ANNOTATION, UpgradeSpec, WORKING_HOT_UPGRADE_ANNOTATION};
 use super::select::selector_error;
+use crate::api::RawObject;
 use crate::api::pod::{SlimContainer, SlimPod};
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::{
@@ -525,10 +526,7 @@ fn containers_value(list: &[SidecarContainer]) -> Value {
     if list.is_empty() {
         return Value::Null;
     }
-    let raw: Vec<Value> = list
-        .iter()
-        .map(|c| Value::Object(c.raw().clone()))
-        .collect();
+    let raw: Vec<Value> = list.iter().map(|c| c.raw().to_value()).collect();
     serde_json::from_str(&encode_containers(&raw)).unwrap_or(Value::Null)
 }
 
@@ -568,7 +566,7 @@ pub fn revision_data(set: &SidecarSet) -> String {
         "imagePullSecrets": or_null(secrets),
         "initContainers": containers_value(&spec.init_containers),
         "patchPodMetadata": or_null(patch_pod_metadata),
-        "volumes": or_null(spec.volumes.clone()),
+        "volumes": or_null(spec.volumes.iter().map(RawObject::to_value).collect()),
     }});
     go::marshal_decoded(&data)
 }

@@ -174,8 +174,10 @@ pub(super) fn conflicts(subject: &Subject, all: &[Arc<SidecarSet>]) -> Vec<Field
             o.spec
                 .volumes
                 .iter()
-                .find(|ov| volume_name(ov) == name)
-                .is_some_and(|ov| *mine.get_or_init(|| defaulted(volume)) != defaulted(ov))
+                .find(|ov| ov.str_member("name") == name)
+                .is_some_and(|ov| {
+                    *mine.get_or_init(|| defaulted(volume)) != defaulted(&ov.to_value())
+                })
         });
         if let Some(other) = conflicting {
             errs.push(FieldError::invalid(
