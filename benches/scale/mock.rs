@@ -70,15 +70,15 @@ const ROUTES: [(&str, Kind, &str, &str); 7] = [
         "SidecarSetList",
     ),
     (
-        "/apis/policy.kruise.io/v1alpha1/podunavailablebudgets",
+        "/apis/policy.kruise.io/v1beta1/podunavailablebudgets",
         Kind::Budgets,
-        "policy.kruise.io/v1alpha1",
+        "policy.kruise.io/v1beta1",
         "PodUnavailableBudgetList",
     ),
     (
-        "/apis/apps.kruise.io/v1alpha1/workloadspreads",
+        "/apis/apps.kruise.io/v1beta1/workloadspreads",
         Kind::Spreads,
-        "apps.kruise.io/v1alpha1",
+        "apps.kruise.io/v1beta1",
         "WorkloadSpreadList",
     ),
 ];

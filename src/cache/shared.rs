@@ -245,6 +245,10 @@ pub fn strip_unread_metadata<K: Resource>(object: &mut K) {
     meta.managed_fields = None;
     if let Some(annotations) = &mut meta.annotations {
         annotations.remove(LAST_APPLIED_ANNOTATION);
+        // An emptied BTreeMap keeps its node (about half a KiB).
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
     }
 }
 
@@ -269,5 +273,11 @@ mod tests {
             serde_json::json!({"name": "shop", "labels": {"policy.kruise.io/delete-protection": "Always"},
                                "annotations": {"team": "web"}})
         );
+        let mut ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "shop", "annotations": {LAST_APPLIED_ANNOTATION: "{}"}}
+        }))
+        .unwrap();
+        strip_unread_metadata(&mut ns);
+        assert_eq!(ns.metadata.annotations, None, "an emptied map is dropped");
     }
 }

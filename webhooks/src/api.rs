@@ -1,5 +1,7 @@
-//! serde types for the Kruise custom resources the webhooks read. Every type keeps the fields it does not
-//! model (`extra`, or the raw JSON), so nothing a user stored is lost when it is written back or injected.
+//! serde types for the Kruise custom resources the webhooks and controllers read. What a webhook injects or
+//! writes back as received keeps the fields our types do not model (a SidecarSet's `extra`, its containers
+//! and volumes as text ([`RawObject`]), a WorkloadSpread subset's `patch` as text); the PodUnavailableBudget and WorkloadSpread types
+//! cover every field of their CRD's schema and ignore others, which the apiserver prunes anyway.
 
 /// `k8s_openapi::Resource` and `Metadata` (so kube's `Resource`: a reflector can store it, an `Api` can
 /// read it) for an API type whose `metadata` field is an `ObjectMeta`.
@@ -26,9 +28,13 @@ macro_rules! resource {
     };
 }
 
+#[cfg(test)]
+mod crd_schema;
 pub mod pod;
+pub mod podunavailablebudget;
 mod raw;
 pub mod revision;
 pub mod sidecarset;
+pub mod workloadspread;
 
 pub use raw::RawObject;
