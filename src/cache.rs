@@ -25,6 +25,7 @@ use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
 use kruise_webhooks::api::pod::SlimPod;
+use kruise_webhooks::api::podunavailablebudget::PodUnavailableBudget;
 use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
@@ -32,7 +33,7 @@ use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
 use kruise_webhooks::sidecarset::prepared::PreparedSidecarSet;
 use kruise_webhooks::sidecarset::select::SidecarSetIndex;
 use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
-use kruise_webhooks::view::SidecarSetView;
+use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
 
 use shared::{Change, Shared};
 
@@ -123,6 +124,7 @@ pub struct LiveStores {
     pods: Shared<SlimPod>,
     claims: Shared<PersistentVolumeClaim>,
     sidecars: Option<SidecarSetCache>,
+    budgets: Option<Shared<PodUnavailableBudget>>,
     synced: Arc<AtomicBool>,
 }
 
@@ -155,27 +157,35 @@ where
 
 impl LiveCache {
     /// Starts the reflectors (SidecarSets and their ControllerRevisions in `sidecar_sets_in` when the pod
-    /// webhook is served); [`Cluster::synced`] turns true once every store has its first list.
-    pub fn start(client: Client, sidecar_sets_in: Option<&str>) -> Self {
+    /// webhook is served, PodUnavailableBudgets with `budgets`); [`Cluster::synced`] turns true once every
+    /// store has its first list.
+    pub fn start(client: Client, sidecar_sets_in: Option<&str>, budgets: bool) -> Self {
         let cache = Self(Arc::new(LiveStores {
             namespaces: watch_all(&client, shared::whole_lists()),
             pods: watch_all(&client, shared::paged_lists()),
             claims: watch_all(&client, shared::paged_lists()),
             sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
+            budgets: budgets.then(|| watch_all(&client, shared::whole_lists())),
             client,
             synced: Arc::new(AtomicBool::new(false)),
         }));
-        let (ns, pods, claims, synced) = (
+        let (ns, pods, claims, budgets, synced) = (
             cache.namespaces.store().clone(),
             cache.pods.store().clone(),
             cache.claims.store().clone(),
+            cache.budgets.as_ref().map(|b| b.store().clone()),
             cache.synced.clone(),
         );
         tokio::spawn(async move {
             let _ = futures::join!(
                 ns.wait_until_ready(),
                 pods.wait_until_ready(),
-                claims.wait_until_ready()
+                claims.wait_until_ready(),
+                async {
+                    if let Some(budgets) = budgets {
+                        let _ = budgets.wait_until_ready().await;
+                    }
+                }
             );
             synced.store(true, Ordering::Release);
             tracing::info!("informer caches synced");
@@ -191,6 +201,16 @@ impl LiveCache {
     /// The Namespaces.
     pub fn namespace_store(&self) -> &Shared<Namespace> {
         &self.namespaces
+    }
+
+    /// The PodUnavailableBudgets, when watched (a PUB gate is on and the CRD is served).
+    pub fn budget_store(&self) -> Option<&Shared<PodUnavailableBudget>> {
+        self.budgets.as_ref()
+    }
+
+    /// The client the caches watch with (status commits, events).
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The SidecarSet and ControllerRevision caches, when started (the pod webhook is served).
@@ -405,6 +425,46 @@ impl ClusterView for Cluster {
         match self {
             Self::Fixture(f) => f.persistent_volume_claims_in(namespace),
             Self::Live(c) => in_namespace(c.claims.store(), namespace),
+        }
+    }
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<SlimPod>> {
+        match self {
+            Self::Fixture(f) => f.pod(namespace, name),
+            Self::Live(c) => c
+                .pods
+                .store()
+                .get(&reflector::ObjectRef::new(name).within(namespace)),
+        }
+    }
+}
+
+impl PodUnavailableBudgetView for Cluster {
+    fn pod_unavailable_budget(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<PodUnavailableBudget>> {
+        match self {
+            Self::Fixture(f) => f.pod_unavailable_budget(namespace, name),
+            Self::Live(c) => c
+                .budgets
+                .as_ref()?
+                .store()
+                .get(&reflector::ObjectRef::new(name).within(namespace)),
+        }
+    }
+    fn pod_unavailable_budgets_in(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
+        match self {
+            Self::Fixture(f) => f.pod_unavailable_budgets_in(namespace),
+            Self::Live(c) => {
+                let mut budgets = c
+                    .budgets
+                    .as_ref()
+                    .map(|b| in_namespace(b.store(), namespace))
+                    .unwrap_or_default();
+                budgets.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+                budgets
+            }
         }
     }
 }

@@ -247,17 +247,31 @@ pub async fn start_with(
         let served = registry::Served {
             sidecar_sets: crate::cache::discover(&client, "apps.kruise.io/v1beta1", "sidecarsets")
                 .await,
+            pod_unavailable_budgets: crate::cache::discover(
+                &client,
+                "policy.kruise.io/v1beta1",
+                "podunavailablebudgets",
+            )
+            .await,
         };
         if !served.sidecar_sets {
             tracing::warn!(
                 "SidecarSet CRD (apps.kruise.io/v1beta1) not served: /mutate-pod is not registered"
             );
         }
-        let pod_webhook =
-            served.sidecar_sets && config.gates.enabled(kruise_webhooks::features::POD_WEBHOOK);
+        if !served.pod_unavailable_budgets {
+            tracing::warn!(
+                "PodUnavailableBudget CRD (policy.kruise.io/v1beta1) not served: /validate-pod is not registered"
+            );
+        }
+        let pod_webhook = config.gates.enabled(kruise_webhooks::features::POD_WEBHOOK);
+        let budgets = served.pod_unavailable_budgets
+            && pod_webhook
+            && kruise_webhooks::podunavailablebudget::enabled(&config.gates);
         let cache = crate::cache::LiveCache::start(
             client.clone(),
-            pod_webhook.then_some(config.namespace.as_str()),
+            (served.sidecar_sets && pod_webhook).then_some(config.namespace.as_str()),
+            budgets,
         );
         (Cluster::Live(cache), Some(client), served)
     };

@@ -10,12 +10,13 @@ use serde_json::Value;
 
 use crate::ClusterView;
 use crate::api::pod::SlimPod;
+use crate::api::podunavailablebudget::PodUnavailableBudget;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
 use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use crate::sidecarset::prepared::PreparedSidecarSet;
 use crate::sidecarset::select::SidecarSetIndex;
-use crate::view::SidecarSetView;
+use crate::view::{PodUnavailableBudgetView, SidecarSetView};
 
 /// Why a document could not be loaded. Messages name the source and the document.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +51,8 @@ pub struct FixtureCluster {
     claims: BTreeMap<String, Vec<Arc<PersistentVolumeClaim>>>,
     sidecar_sets: SidecarSetIndex,
     revisions: Vec<Arc<SlimRevision>>,
+    /// PodUnavailableBudgets by namespace, then name (v1beta1).
+    budgets: BTreeMap<String, BTreeMap<String, Arc<PodUnavailableBudget>>>,
     objects: Vec<Arc<Value>>,
 }
 
@@ -198,6 +201,15 @@ impl FixtureCluster {
                     .map_err(|e| e.to_string())?;
                 self.sidecar_sets.upsert(typed(&v1beta1, kind, name)?);
             }
+            ("policy.kruise.io/v1beta1" | "policy.kruise.io/v1alpha1", "PodUnavailableBudget") => {
+                // As the apiserver stores it: v1beta1, the v1alpha1 annotations converted.
+                let v1beta1 = crate::conversion::convert_object(&obj, "policy.kruise.io/v1beta1")
+                    .map_err(|e| e.to_string())?;
+                self.budgets
+                    .entry(namespace)
+                    .or_default()
+                    .insert(name.to_owned(), typed(&v1beta1, kind, name)?);
+            }
             _ => {}
         }
         self.objects.push(Arc::new(obj));
@@ -280,6 +292,22 @@ impl SidecarSetView for FixtureCluster {
             .filter(|r| crate::selector::has_labels(r.metadata.labels.as_ref(), labels))
             .cloned()
             .collect()
+    }
+}
+
+impl PodUnavailableBudgetView for FixtureCluster {
+    fn pod_unavailable_budget(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<PodUnavailableBudget>> {
+        self.budgets.get(namespace)?.get(name).cloned()
+    }
+    fn pod_unavailable_budgets_in(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
+        self.budgets
+            .get(namespace)
+            .map(|b| b.values().cloned().collect())
+            .unwrap_or_default()
     }
 }
 

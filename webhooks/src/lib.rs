@@ -20,6 +20,7 @@ pub mod features;
 pub mod fixture;
 pub mod json;
 pub mod pod;
+pub mod podunavailablebudget;
 pub mod quantity;
 pub mod registry;
 pub mod selector;

@@ -51,6 +51,8 @@ pub enum Handler {
 pub enum RequiredKind {
     /// `apps.kruise.io` SidecarSet.
     SidecarSet,
+    /// `policy.kruise.io/v1beta1` PodUnavailableBudget.
+    PodUnavailableBudget,
 }
 
 /// Which required kinds the cluster serves (discovery at start-up; always all of them standalone).
@@ -58,15 +60,21 @@ pub enum RequiredKind {
 pub struct Served {
     /// The SidecarSet CRD is served.
     pub sidecar_sets: bool,
+    /// The PodUnavailableBudget CRD is served at `policy.kruise.io/v1beta1`.
+    pub pod_unavailable_budgets: bool,
 }
 
 impl Served {
     /// Everything served (standalone, tests).
-    pub const ALL: Self = Self { sidecar_sets: true };
+    pub const ALL: Self = Self {
+        sidecar_sets: true,
+        pod_unavailable_budgets: true,
+    };
 
     fn has(self, kind: RequiredKind) -> bool {
         match kind {
             RequiredKind::SidecarSet => self.sidecar_sets,
+            RequiredKind::PodUnavailableBudget => self.pod_unavailable_budgets,
         }
     }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 
 use crate::api::pod::SlimPod;
+use crate::api::podunavailablebudget::PodUnavailableBudget;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
 use crate::sidecarset::prepared::PreparedSidecarSet;
@@ -20,6 +21,25 @@ pub trait ClusterView {
     fn pods_in(&self, namespace: &str) -> Vec<Arc<SlimPod>>;
     /// Every PersistentVolumeClaim in a namespace.
     fn persistent_volume_claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>>;
+    /// A Pod by namespace and name.
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<SlimPod>> {
+        self.pods_in(namespace)
+            .into_iter()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+    }
+}
+
+/// The PodUnavailableBudgets the PUB webhooks read (v1beta1, as stored). Implemented over an informer cache
+/// in the server and over YAML in [`crate::fixture`].
+pub trait PodUnavailableBudgetView {
+    /// A PUB by namespace and name.
+    fn pod_unavailable_budget(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<PodUnavailableBudget>>;
+    /// Every PUB of a namespace, in name order (DECISIONS 12).
+    fn pod_unavailable_budgets_in(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>>;
 }
 
 /// The SidecarSets and ControllerRevisions injection reads. Implemented over informer caches in the server
@@ -59,6 +79,15 @@ impl ClusterView for EmptyView {
         Vec::new()
     }
     fn persistent_volume_claims_in(&self, _: &str) -> Vec<Arc<PersistentVolumeClaim>> {
+        Vec::new()
+    }
+}
+
+impl PodUnavailableBudgetView for EmptyView {
+    fn pod_unavailable_budget(&self, _: &str, _: &str) -> Option<Arc<PodUnavailableBudget>> {
+        None
+    }
+    fn pod_unavailable_budgets_in(&self, _: &str) -> Vec<Arc<PodUnavailableBudget>> {
         Vec::new()
     }
 }

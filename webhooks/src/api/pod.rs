@@ -6,29 +6,45 @@
 //!
 //! Kept, and who reads it:
 //! - `metadata`: `name`, `namespace`, `resourceVersion` (the cache's key and the watch's position),
-//!   `deletionTimestamp` (active pods: deletion protection, SidecarSet status);
+//!   `deletionTimestamp` (active pods: deletion protection, SidecarSet status, PUB), `uid` and
+//!   `ownerReferences` (the PUB's workload, its deny metric);
 //! - `labels` (selectors) and the annotations of [`READ_ANNOTATIONS`];
-//! - `spec.containers` and `spec.initContainers`: `name` and `image` (SidecarSet consistency and readiness);
+//! - `spec.containers` and `spec.initContainers`: `name`, `image` (SidecarSet consistency and readiness,
+//!   PUB consistency) and of `env` only `IS_INJECTED` (a SidecarSet's sidecar, PUB consistency);
 //! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`), `containerStatuses`
-//!   (`name`, `image`, `imageID`).
+//!   (`name`, `image`, `imageID`, `containerID`).
 //!
 //! A capability that reads more of a cached pod adds it here first.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
 /// The annotations of other pods that something reads (the SidecarSet status: the injected list, the hash
-/// records, the hot-upgrade work map, the in-place update state); the others are dropped when decoded.
+/// records, the hot-upgrade work map, the in-place update state; the PUB gate and status: the related PUB,
+/// the opt-out, the in-place update records its consistency check reads); the others are dropped when
+/// decoded.
 pub const READ_ANNOTATIONS: &[&str] = &[
     "kruise.io/sidecarset-injected-list",
     "kruise.io/sidecarset-hash",
     "kruise.io/sidecarset-working-hotupgrade-container",
     "kruise.io/sidecarset-inplace-update-state",
+    "pub.kruise.io/related-pub",
+    "kruise.io/related-pub",
+    "pub.kruise.io/no-protect",
+    "apps.kruise.io/inplace-update-state",
+    "inplace-update-state",
+    "apps.kruise.io/inplace-update-grace",
+    "inplace-update-grace",
+    "apps.kruise.io/runtime-containers-meta",
 ];
+
+/// The one container env var something reads (a SidecarSet's sidecar carries `IS_INJECTED=true`); the
+/// others are dropped when decoded.
+pub const INJECTED_ENV: &str = "IS_INJECTED";
 
 /// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods); the others are
 /// dropped when decoded.
@@ -38,8 +54,8 @@ pub const READ_CONDITIONS: &[&str] = &["Ready"];
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(from = "wire::Pod", into = "wire::Pod")]
 pub struct SlimPod {
-    /// `name`, `namespace`, `resourceVersion` and `deletionTimestamp`; never labels or annotations (they
-    /// are [`SlimPod::labels`] and [`SlimPod::annotations`]).
+    /// `name`, `namespace`, `uid`, `resourceVersion`, `deletionTimestamp` and `ownerReferences`; never
+    /// labels or annotations (they are [`SlimPod::labels`] and [`SlimPod::annotations`]).
     pub metadata: ObjectMeta,
     /// `metadata.labels`.
     pub labels: StrMap,
@@ -63,7 +79,7 @@ pub struct SlimPodSpec {
     pub init_containers: Option<Vec<SlimContainer>>,
 }
 
-/// A container's `name` and `image`.
+/// A container's `name`, `image` and its `IS_INJECTED` env var.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlimContainer {
     /// `name`.
@@ -72,6 +88,58 @@ pub struct SlimContainer {
     /// `image`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// `env`, only the variable [`INJECTED_ENV`] (absent when the container has none).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_env"
+    )]
+    pub env: Option<Vec<SlimEnvVar>>,
+}
+
+impl SlimContainer {
+    /// Whether the container is a sidecar a SidecarSet injected: env `IS_INJECTED=true`.
+    pub fn is_injected(&self) -> bool {
+        self.env
+            .iter()
+            .flatten()
+            .any(|e| e.name == INJECTED_ENV && e.value.as_deref() == Some("true"))
+    }
+}
+
+/// An env var's `name` and `value`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlimEnvVar {
+    /// `name`.
+    #[serde(default)]
+    pub name: String,
+    /// `value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+fn read_env<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<SlimEnvVar>>, D::Error> {
+    /// An env var as listed: `valueFrom` and the rest are skipped unread.
+    #[derive(Deserialize)]
+    struct Listed {
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        value: Option<String>,
+    }
+    let listed = Option::<Vec<Listed>>::deserialize(deserializer)?;
+    let kept: Vec<SlimEnvVar> = listed
+        .into_iter()
+        .flatten()
+        .filter(|e| e.name == INJECTED_ENV)
+        .map(|e| SlimEnvVar {
+            name: e.name,
+            value: e.value,
+        })
+        .collect();
+    Ok((!kept.is_empty()).then_some(kept))
 }
 
 /// `status`, as far as it is read.
@@ -115,7 +183,7 @@ pub struct SlimPodCondition {
     pub status: String,
 }
 
-/// A container status's `name`, `image` and `imageID`.
+/// A container status's `name`, `image`, `imageID` and `containerID`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlimContainerStatus {
     /// `name`.
@@ -127,6 +195,13 @@ pub struct SlimContainerStatus {
     /// `imageID`.
     #[serde(default, rename = "imageID")]
     pub image_id: String,
+    /// `containerID` (`<runtime>://<id>`), absent until the container was created.
+    #[serde(
+        default,
+        rename = "containerID",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub container_id: Option<String>,
 }
 
 /// A small map of strings in one allocation: the pairs, sorted by key.
@@ -246,7 +321,11 @@ mod wire {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         namespace: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        uid: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         resource_version: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner_references: Option<Vec<OwnerReference>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         deletion_timestamp: Option<Time>,
         #[serde(default, skip_serializing_if = "StrMap::is_empty")]
@@ -268,7 +347,9 @@ mod wire {
             let meta = pod.metadata.unwrap_or(Meta {
                 name: None,
                 namespace: None,
+                uid: None,
                 resource_version: None,
+                owner_references: None,
                 deletion_timestamp: None,
                 labels: StrMap::default(),
                 annotations: StrMap::default(),
@@ -277,7 +358,9 @@ mod wire {
                 metadata: ObjectMeta {
                     name: meta.name,
                     namespace: meta.namespace,
+                    uid: meta.uid,
                     resource_version: meta.resource_version,
+                    owner_references: meta.owner_references,
                     deletion_timestamp: meta.deletion_timestamp,
                     ..ObjectMeta::default()
                 },
@@ -295,7 +378,9 @@ mod wire {
                 metadata: Some(Meta {
                     name: pod.metadata.name,
                     namespace: pod.metadata.namespace,
+                    uid: pod.metadata.uid,
                     resource_version: pod.metadata.resource_version,
+                    owner_references: pod.metadata.owner_references,
                     deletion_timestamp: pod.metadata.deletion_timestamp,
                     labels: pod.labels,
                     annotations: pod.annotations,
@@ -335,14 +420,16 @@ mod tests {
                 "managedFields": [{"manager": "kubelet", "operation": "Update", "fieldsType": "FieldsV1",
                     "fieldsV1": {"f:status": {"f:phase": {}}}}]},
             "spec": {"containers": [{"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}],
-                    "resources": {"requests": {"cpu": "100m"}}}],
+                    "resources": {"requests": {"cpu": "100m"}}},
+                {"name": "sidecar", "image": "s:1", "env": [{"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}},
+                    {"name": "IS_INJECTED", "value": "true"}]}],
                 "initContainers": [{"name": "init", "image": "init:1", "restartPolicy": "Always"}],
                 "nodeName": "n1", "volumes": [{"name": "v", "emptyDir": {}}]},
             "status": {"phase": "Running", "podIP": "10.0.0.1",
                 "conditions": [{"type": "Initialized", "status": "True"},
                     {"type": "Ready", "status": "True", "lastTransitionTime": "2025-01-02T03:04:05Z"}],
                 "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "docker://app@sha256:aa",
-                    "ready": true, "restartCount": 2, "state": {"running": {"startedAt": "2025-01-02T03:04:05Z"}}}]}
+                    "containerID": "containerd://c1", "ready": true, "restartCount": 2, "state": {"running": {"startedAt": "2025-01-02T03:04:05Z"}}}]}
         })
     }
 
@@ -352,13 +439,16 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&pod).unwrap(),
             json!({
-                "metadata": {"name": "web-1", "namespace": "shop", "resourceVersion": "7",
+                "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1", "resourceVersion": "7",
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "r"}],
                     "deletionTimestamp": "2025-01-02T03:05:05Z", "labels": {"app": "web"},
                     "annotations": {"kruise.io/sidecarset-hash": "{}", "kruise.io/sidecarset-injected-list": "s1"}},
-                "spec": {"containers": [{"name": "app", "image": "app:1"}],
+                "spec": {"containers": [{"name": "app", "image": "app:1"},
+                        {"name": "sidecar", "image": "s:1", "env": [{"name": "IS_INJECTED", "value": "true"}]}],
                     "initContainers": [{"name": "init", "image": "init:1"}]},
                 "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
-                    "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "docker://app@sha256:aa"}]}
+                    "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "docker://app@sha256:aa",
+                        "containerID": "containerd://c1"}]}
             })
         );
     }
