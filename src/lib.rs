@@ -10,6 +10,7 @@ pub mod controller;
 pub mod metrics;
 pub mod review;
 pub mod server;
+pub mod status;
 pub mod telemetry;
 
 pub use server::{AppState, Server, app, serve, start};

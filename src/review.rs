@@ -61,7 +61,7 @@ pub fn webhooks_for(
 ) -> Vec<&'static WebhookSpec> {
     let labels = namespace_labels(cluster, req);
     let mut specs: Vec<&'static WebhookSpec> = Vec::new();
-    for (_, spec) in registry::routes(gates, registry::Served::ALL) {
+    for spec in registry::registered(gates, registry::Served::ALL) {
         if !specs.iter().any(|s| s.name == spec.name) && spec.would_call(req, labels.as_ref()) {
             specs.push(spec);
         }

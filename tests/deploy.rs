@@ -58,7 +58,12 @@ fn check_configuration(file: &str, kind: &str, name: &str, mutating: bool) {
             "the binary or cert-manager sets caBundle"
         );
         assert_eq!(hook["timeoutSeconds"], 10, "DECISIONS 2");
-        assert_eq!(hook["sideEffects"], "None");
+        assert_eq!(
+            hook["sideEffects"],
+            spec.side_effects.as_str(),
+            "{}: DECISIONS 2",
+            spec.name
+        );
         assert_eq!(hook["admissionReviewVersions"], json!(["v1", "v1beta1"]));
         let policy = match spec.failure_policy {
             FailurePolicy::Fail => "Fail",

@@ -3,12 +3,14 @@
 //!
 //! - [`pod`]: the pod predicates shared by the gate and the status controller (active, ready, consistent:
 //!   §4.1) and the PUB that guards a pod (its related-pub annotation);
-//! - `gate`: the admission gate of `/validate-pod` (§7): which requests are protected disruptions, and
-//!   the decision, whose spend comes back as a [`crate::verdict::StatusIntent`] the server commits.
+//! - [`gate`]: the admission gate of `/validate-pod` (§7): which requests are protected disruptions, and
+//!   the decision, whose spend comes back as a [`crate::verdict::StatusIntent`] the server commits;
+//!   [`update`]: which pod UPDATEs disrupt, and which of them are resizes (§7.2).
 //!
 //! The protected operation set of a PUB (§4.4) and OpenKruise's texts are here, shared by all of them.
-
+pub mod gate;
 pub mod pod;
+pub mod update;
 
 use std::collections::BTreeSet;
 
