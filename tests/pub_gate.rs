@@ -230,15 +230,13 @@ async fn failing_status_writes_never_let_more_than_the_budget_through() {
         .count();
     assert!(failed > 0, "the fault was injected");
     // A refusal for a write that failed says so.
-    assert!(answers.iter().any(
-        |(_, _, r)| {
-            r["status"]["message"].as_str().is_some_and(|m| {
-                m.starts_with(
-                    "the disruption could not be recorded in PodUnavailableBudget default/pub-web",
-                )
-            })
-        }
-    ));
+    assert!(answers.iter().any(|(_, _, r)| {
+        r["status"]["message"].as_str().is_some_and(|m| {
+            m.starts_with(
+                "the disruption could not be recorded in PodUnavailableBudget default/pub-web",
+            )
+        })
+    }));
 }
 
 #[tokio::test]

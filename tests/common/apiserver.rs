@@ -100,8 +100,11 @@ fn query<'a>(uri: &'a http::Uri, key: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-/// The collection of a request path: (collection, namespace, name, subresource).
-fn route(path: &str) -> Option<(&'static str, Option<String>, Option<String>, Option<String>)> {
+/// Where a request path points: the collection, and within it namespace, name and subresource.
+type Target = (&'static str, Option<String>, Option<String>, Option<String>);
+
+/// The collection of a request path.
+fn route(path: &str) -> Option<Target> {
     for (all, segment, _) in COLLECTIONS {
         if path == *all {
             return Some((all, None, None, None));
@@ -344,7 +347,7 @@ impl StandIn {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        let mut record = |state: &mut State, code: u16| {
+        let record = |state: &mut State, code: u16| {
             state.status_writes.push(StatusWrite {
                 object: object.clone(),
                 resource_version: sent_rv.clone(),

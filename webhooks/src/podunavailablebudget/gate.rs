@@ -127,7 +127,7 @@ pub fn classify(
     gates: &FeatureGates,
 ) -> Result<Classified, WebhookError> {
     let allow = || Ok(Classified::Allow(Verdict::allow()));
-    if req.resource.group != "" || req.resource.resource != "pods" {
+    if !req.resource.group.is_empty() || req.resource.resource != "pods" {
         return allow();
     }
     let (pod, operation, dry_run) = match (req.operation, req.sub_resource.as_str()) {
