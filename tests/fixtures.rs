@@ -8,10 +8,10 @@
 //! - `response`: the response without `uid` (checked separately), `patch` and `patchType` (checked through
 //!   `patched`). In a case with a `patched` key, `warnings` and `auditAnnotations` are compared only when
 //!   `response` lists them (DECISIONS 18 leaves their wording to us).
-//! - `message_prefix`, `message_contains` (substrings; `[]` accepts any message) and `error_count` (how many
-//!   field errors an aggregated validation message holds: several print as `[e1, e2]`, one prints bare; counted
-//!   by the `<path>: <Type>` markers of Kubernetes field errors): when any is given, `response.status.message`
-//!   is checked by these instead of by equality.
+//! - `message_prefix`, `message_suffix`, `message_contains` (substrings; `[]` accepts any message) and
+//!   `error_count` (how many field errors an aggregated validation message holds: several print as
+//!   `[e1, e2]`, one prints bare; counted by the `<path>: <Type>` markers of Kubernetes field errors): when
+//!   any is given, `response.status.message` is checked by these instead of by equality.
 //! - `patched`: `null` when the response must carry no patch; otherwise the complete object the response's
 //!   JSONPatch yields when applied to `request.object`, compared whole, so fields the request had must survive.
 //!   The `updateTimestamp` inside the pod annotations `kruise.io/sidecarset-hash` and
@@ -76,6 +76,7 @@ const FIELD_ERROR_TYPES: &[&str] = &[
 #[derive(Default)]
 struct MessageChecks<'a> {
     prefix: Option<&'a str>,
+    suffix: Option<&'a str>,
     contains: Option<Vec<&'a str>>,
     error_count: Option<usize>,
 }
@@ -84,6 +85,7 @@ impl<'a> MessageChecks<'a> {
     fn from(expected: &'a Value) -> Self {
         Self {
             prefix: expected["message_prefix"].as_str(),
+            suffix: expected["message_suffix"].as_str(),
             contains: expected["message_contains"]
                 .as_array()
                 .map(|l| l.iter().map(|s| s.as_str().unwrap()).collect()),
@@ -92,7 +94,10 @@ impl<'a> MessageChecks<'a> {
     }
 
     fn any(&self) -> bool {
-        self.prefix.is_some() || self.contains.is_some() || self.error_count.is_some()
+        self.prefix.is_some()
+            || self.suffix.is_some()
+            || self.contains.is_some()
+            || self.error_count.is_some()
     }
 
     fn check(&self, case: &str, message: &str) {
@@ -100,6 +105,12 @@ impl<'a> MessageChecks<'a> {
             assert!(
                 message.starts_with(prefix),
                 "{case}: message {message:?} lacks prefix {prefix:?}"
+            );
+        }
+        if let Some(suffix) = self.suffix {
+            assert!(
+                message.ends_with(suffix),
+                "{case}: message {message:?} lacks suffix {suffix:?}"
             );
         }
         for part in self.contains.iter().flatten() {
@@ -370,6 +381,21 @@ async fn sidecarset_scenarios() {
     assert!(
         missing.is_empty(),
         "every admission scenario of spec/sidecarset.md §11 (1-64) has a case; missing {missing:?}"
+    );
+    run_all(cases).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn podunavailablebudget_scenarios() {
+    let cases = cases("podunavailablebudget");
+    let scenarios: std::collections::BTreeSet<u32> = cases
+        .iter()
+        .filter_map(|c| c.file_name()?.to_str()?.get(..2)?.parse().ok())
+        .collect();
+    let missing: Vec<u32> = (43..=50).filter(|n| !scenarios.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "every validator scenario of spec/podunavailablebudget.md §12 (43-50) has a case; missing {missing:?}"
     );
     run_all(cases).await;
 }
