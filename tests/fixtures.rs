@@ -370,14 +370,22 @@ async fn run_all(cases: Vec<std::path::PathBuf>) {
     assert!(failed.is_empty(), "failed cases: {failed:?}");
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn sidecarset_scenarios() {
-    let cases = cases("sidecarset");
+/// The scenario numbers in `range` that no case stands for (a case's folder starts with its two-digit number).
+fn missing_scenarios(
+    cases: &[std::path::PathBuf],
+    range: std::ops::RangeInclusive<u32>,
+) -> Vec<u32> {
     let scenarios: std::collections::BTreeSet<u32> = cases
         .iter()
         .filter_map(|c| c.file_name()?.to_str()?.get(..2)?.parse().ok())
         .collect();
-    let missing: Vec<u32> = (1..=64).filter(|n| !scenarios.contains(n)).collect();
+    range.filter(|n| !scenarios.contains(n)).collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn sidecarset_scenarios() {
+    let cases = cases("sidecarset");
+    let missing = missing_scenarios(&cases, 1..=64);
     assert!(
         missing.is_empty(),
         "every admission scenario of spec/sidecarset.md §11 (1-64) has a case; missing {missing:?}"
@@ -388,11 +396,7 @@ async fn sidecarset_scenarios() {
 #[tokio::test(flavor = "current_thread")]
 async fn podunavailablebudget_scenarios() {
     let cases = cases("podunavailablebudget");
-    let scenarios: std::collections::BTreeSet<u32> = cases
-        .iter()
-        .filter_map(|c| c.file_name()?.to_str()?.get(..2)?.parse().ok())
-        .collect();
-    let missing: Vec<u32> = (43..=50).filter(|n| !scenarios.contains(n)).collect();
+    let missing = missing_scenarios(&cases, 43..=50);
     assert!(
         missing.is_empty(),
         "every validator scenario of spec/podunavailablebudget.md §12 (43-50) has a case; missing {missing:?}"

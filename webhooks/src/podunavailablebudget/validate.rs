@@ -97,26 +97,24 @@ pub fn validate(
     if !matches!(req.operation, Operation::Create | Operation::Update) {
         return Ok(Verdict::allow());
     }
-    let (new_value, new) = decode(req.object.as_ref())?;
+    let new = decode(req.object.as_ref())?;
     let old = match req.operation {
         Operation::Update => Some(decode(req.old_object.as_ref())?),
         _ => None,
     };
-    let (new, old) = if version == V1ALPHA1 {
-        let new = match to_v1beta1(&new_value, "v1alpha1 PUB")? {
-            Ok(budget) => budget,
-            Err(denial) => return Ok(Verdict::deny(denial)),
-        };
-        let old = match old {
-            Some((old_value, _)) => match to_v1beta1(&old_value, "old v1alpha1 PUB")? {
-                Ok(budget) => Some(budget),
-                Err(denial) => return Ok(Verdict::deny(denial)),
-            },
-            None => None,
-        };
-        (new, old)
-    } else {
-        (new, old.map(|(_, typed)| typed))
+    // Both decoded before either is converted, as Go does.
+    let hub = |(value, typed): (Value, PodUnavailableBudget), what: &str| match version {
+        V1ALPHA1 => to_v1beta1(&value, what),
+        _ => Ok(Ok(typed)),
+    };
+    let new = match hub(new, "v1alpha1 PUB")? {
+        Ok(budget) => budget,
+        Err(denial) => return Ok(Verdict::deny(denial)),
+    };
+    let old = match old.map(|old| hub(old, "old v1alpha1 PUB")).transpose()? {
+        Some(Err(denial)) => return Ok(Verdict::deny(denial)),
+        Some(Ok(budget)) => Some(budget),
+        None => None,
     };
     let namespace = new
         .metadata
