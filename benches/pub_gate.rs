@@ -110,7 +110,8 @@ fn percentiles(f: impl Fn()) -> (Duration, Duration) {
 }
 
 fn decision(c: &mut Criterion) {
-    let mut docs = vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})];
+    let mut docs =
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})];
     for j in 0..1000 {
         docs.push(budget(&format!("pub-{j:04}"), 3, 10));
     }
@@ -143,7 +144,10 @@ fn decision(c: &mut Criterion) {
         b.iter(|| validate(black_box(&delete), &cluster, &ctx).unwrap())
     });
     group.finish();
-    for (name, req) in [("eviction_1000_pubs", &evict), ("delete_1000_pubs", &delete)] {
+    for (name, req) in [
+        ("eviction_1000_pubs", &evict),
+        ("delete_1000_pubs", &delete),
+    ] {
         let (p50, p99) = percentiles(|| {
             black_box(validate(req, &cluster, &ctx).unwrap());
         });
@@ -165,10 +169,7 @@ fn env(name: &str, default: usize) -> usize {
 }
 
 /// A replica of the server on the stand-in, served over TLS with the given certificate.
-async fn replica(
-    stand_in: &apiserver::StandIn,
-    store: Arc<CertStore>,
-) -> std::net::SocketAddr {
+async fn replica(stand_in: &apiserver::StandIn, store: Arc<CertStore>) -> std::net::SocketAddr {
     let cache = LiveCache::start(stand_in.client(), None, true);
     let cluster = Cluster::Live(cache);
     while !cluster.synced() {

@@ -8,10 +8,10 @@
 //! - `response`: the response without `uid` (checked separately), `patch` and `patchType` (checked through
 //!   `patched`). In a case with a `patched` key, `warnings` and `auditAnnotations` are compared only when
 //!   `response` lists them (DECISIONS 18 leaves their wording to us).
-//! - `message_prefix`, `message_contains` (substrings; `[]` accepts any message) and `error_count` (how many
-//!   field errors an aggregated validation message holds: several print as `[e1, e2]`, one prints bare; counted
-//!   by the `<path>: <Type>` markers of Kubernetes field errors): when any is given, `response.status.message`
-//!   is checked by these instead of by equality.
+//! - `message_prefix`, `message_suffix`, `message_contains` (substrings; `[]` accepts any message) and
+//!   `error_count` (how many field errors an aggregated validation message holds: several print as
+//!   `[e1, e2]`, one prints bare; counted by the `<path>: <Type>` markers of Kubernetes field errors): when
+//!   any is given, `response.status.message` is checked by these instead of by equality.
 //! - `patched`: `null` when the response must carry no patch; otherwise the complete object the response's
 //!   JSONPatch yields when applied to `request.object`, compared whole, so fields the request had must survive.
 //!   The `updateTimestamp` inside the pod annotations `kruise.io/sidecarset-hash` and
@@ -79,6 +79,7 @@ const FIELD_ERROR_TYPES: &[&str] = &[
 #[derive(Default)]
 struct MessageChecks<'a> {
     prefix: Option<&'a str>,
+    suffix: Option<&'a str>,
     contains: Option<Vec<&'a str>>,
     error_count: Option<usize>,
 }
@@ -87,6 +88,7 @@ impl<'a> MessageChecks<'a> {
     fn from(expected: &'a Value) -> Self {
         Self {
             prefix: expected["message_prefix"].as_str(),
+            suffix: expected["message_suffix"].as_str(),
             contains: expected["message_contains"]
                 .as_array()
                 .map(|l| l.iter().map(|s| s.as_str().unwrap()).collect()),
@@ -95,7 +97,10 @@ impl<'a> MessageChecks<'a> {
     }
 
     fn any(&self) -> bool {
-        self.prefix.is_some() || self.contains.is_some() || self.error_count.is_some()
+        self.prefix.is_some()
+            || self.suffix.is_some()
+            || self.contains.is_some()
+            || self.error_count.is_some()
     }
 
     fn check(&self, case: &str, message: &str) {
@@ -103,6 +108,12 @@ impl<'a> MessageChecks<'a> {
             assert!(
                 message.starts_with(prefix),
                 "{case}: message {message:?} lacks prefix {prefix:?}"
+            );
+        }
+        if let Some(suffix) = self.suffix {
+            assert!(
+                message.ends_with(suffix),
+                "{case}: message {message:?} lacks suffix {suffix:?}"
             );
         }
         for part in self.contains.iter().flatten() {
@@ -392,35 +403,51 @@ async fn run_all(cases: Vec<std::path::PathBuf>) {
     assert!(failed.is_empty(), "failed cases: {failed:?}");
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn pod_unavailable_budget_gate_scenarios() {
-    let cases = cases("pod-validate");
+/// The scenario numbers in `range` that no case stands for (a case's folder starts with its two-digit number).
+fn missing_scenarios(
+    cases: &[std::path::PathBuf],
+    range: std::ops::RangeInclusive<u32>,
+) -> Vec<u32> {
     let scenarios: std::collections::BTreeSet<u32> = cases
         .iter()
         .filter_map(|c| c.file_name()?.to_str()?.get(..2)?.parse().ok())
         .collect();
-    // 34 and 35 (conflicts on the status write) need an API server: tests/pub_gate.rs.
-    let missing: Vec<u32> = (16..=39)
-        .filter(|n| ![34, 35].contains(n) && !scenarios.contains(n))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "every pod gate scenario of spec/podunavailablebudget.md §12 (16-39) has a case; missing {missing:?}"
-    );
-    run_all(cases).await;
+    range.filter(|n| !scenarios.contains(n)).collect()
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn sidecarset_scenarios() {
     let cases = cases("sidecarset");
-    let scenarios: std::collections::BTreeSet<u32> = cases
-        .iter()
-        .filter_map(|c| c.file_name()?.to_str()?.get(..2)?.parse().ok())
-        .collect();
-    let missing: Vec<u32> = (1..=64).filter(|n| !scenarios.contains(n)).collect();
+    let missing = missing_scenarios(&cases, 1..=64);
     assert!(
         missing.is_empty(),
         "every admission scenario of spec/sidecarset.md §11 (1-64) has a case; missing {missing:?}"
+    );
+    run_all(cases).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn podunavailablebudget_scenarios() {
+    let cases = cases("podunavailablebudget");
+    let missing = missing_scenarios(&cases, 43..=50);
+    assert!(
+        missing.is_empty(),
+        "every validator scenario of spec/podunavailablebudget.md §12 (43-50) has a case; missing {missing:?}"
+    );
+    run_all(cases).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn pod_unavailable_budget_gate_scenarios() {
+    let cases = cases("pod-validate");
+    // 34 and 35 (conflicts on the status write) need an API server: tests/pub_gate.rs.
+    let missing: Vec<u32> = missing_scenarios(&cases, 16..=39)
+        .into_iter()
+        .filter(|n| ![34, 35].contains(n))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "every pod gate scenario of spec/podunavailablebudget.md §12 (16-39) has a case; missing {missing:?}"
     );
     run_all(cases).await;
 }

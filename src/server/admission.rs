@@ -107,6 +107,9 @@ pub async fn decide(
             };
             kruise_webhooks::sidecarset::validate::validate(req, cluster, &ctx)
         }
+        Handler::PodUnavailableBudgetValidate => {
+            kruise_webhooks::podunavailablebudget::validate::validate(req, cluster, env.gates)
+        }
         handler => {
             let mut facts = Facts::default();
             if let Some(query) =

@@ -201,7 +201,8 @@ fn subject(handler: Handler, req: &AdmissionRequest) -> Result<Subject, WebhookE
         Handler::PodMutate
         | Handler::PodValidate
         | Handler::SidecarSetDefault
-        | Handler::SidecarSetValidate => Subject::Allow,
+        | Handler::SidecarSetValidate
+        | Handler::PodUnavailableBudgetValidate => Subject::Allow,
     })
 }
 

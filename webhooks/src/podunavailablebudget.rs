@@ -5,12 +5,15 @@
 //!   §4.1) and the PUB that guards a pod (its related-pub annotation);
 //! - [`gate`]: the admission gate of `/validate-pod` (§7): which requests are protected disruptions, and
 //!   the decision, whose spend comes back as a [`crate::verdict::StatusIntent`] the server commits;
-//!   [`update`]: which pod UPDATEs disrupt, and which of them are resizes (§7.2).
+//!   [`update`]: which pod UPDATEs disrupt, and which of them are resizes (§7.2);
+//! - [`validate`]: the PUB validating webhook (§8): field rules, immutability, conflicts with other PUBs.
 //!
 //! The protected operation set of a PUB (§4.4) and OpenKruise's texts are here, shared by all of them.
+
 pub mod gate;
 pub mod pod;
 pub mod update;
+pub mod validate;
 
 use std::collections::BTreeSet;
 

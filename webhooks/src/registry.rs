@@ -47,6 +47,9 @@ pub enum Handler {
     SidecarSetDefault,
     /// `/validate-apps-kruise-io-sidecarset`: SidecarSet validation (spec/sidecarset.md §8).
     SidecarSetValidate,
+    /// `/validate-policy-kruise-io-podunavailablebudget`: PodUnavailableBudget validation
+    /// (spec/podunavailablebudget.md §8).
+    PodUnavailableBudgetValidate,
 }
 
 /// A custom resource kind whose CRD must be served for a webhook to be registered (spec/webhook-server.md §4).
@@ -407,6 +410,28 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         )],
         None,
     ),
+    // Always registered: it refuses everything itself while both PUB gates are off (spec §3). Both served
+    // versions in the rule (spec §10.6: the chart's v1alpha1-only rule leaves v1beta1 fields unchecked).
+    // Namespaced: kube-system and our namespace are excluded like the pod webhooks' (DECISIONS 2).
+    WebhookSpec {
+        name: "vpodunavailablebudget.kb.io",
+        path: "/validate-policy-kruise-io-podunavailablebudget",
+        alt_paths: &[],
+        mutating: false,
+        handler: Handler::PodUnavailableBudgetValidate,
+        rules: &[Rule {
+            groups: &["policy.kruise.io"],
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["podunavailablebudgets"],
+            operations: CREATE_UPDATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::None,
+        delete_protection_scoped: false,
+        gate: None,
+        requires: None,
+        excludes_system_namespaces: true,
+    },
 ];
 
 /// The path of the CRD conversion webhook (DECISIONS 16).
