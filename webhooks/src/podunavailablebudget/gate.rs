@@ -330,7 +330,8 @@ pub fn decide(
             return Ok(Verdict::allow());
         }
     }
-    let status = budget.status.clone().unwrap_or_default();
+    let no_status = Default::default();
+    let status = budget.status.as_ref().unwrap_or(&no_status);
     // 5. Nothing to keep available.
     if status.desired_available == 0 {
         return Ok(Verdict::allow());
