@@ -5,7 +5,7 @@
 //! `PUT .../status` carrying that object's resourceVersion, so the API server refuses it (409) when anyone
 //! wrote the PUB since: another replica's spend, the status controller. Then the PUB is read again and the
 //! pure decision runs again on the fresh object (it may now refuse, or find the pod already recorded), at
-//! most [`ATTEMPTS`] writes in all, a jittered 2-16 ms apart. A spend is allowed only once written: a write
+//! most [`ATTEMPTS`] writes in all, a jittered 1-8 ms apart. A spend is allowed only once written: a write
 //! that fails otherwise, or a conflict on the last attempt, refuses the disruption with a message that says
 //! so. Therefore no replica ever allows more disruptions than the budget it read from the API server.
 //!
@@ -43,11 +43,11 @@ fn unrecorded(key: &(String, String), why: &str) -> Verdict {
     })
 }
 
-/// The pause after the `attempt`-th write (1-based) met a conflict: 2-4 ms, then 8-16 ms, jittered so that
+/// The pause after the `attempt`-th write (1-based) met a conflict: 1-2 ms, then 4-8 ms, jittered so that
 /// replicas that collided do not collide again. Short: the spends of this PUB on this replica wait behind
 /// it, and the re-read that follows takes a round trip of its own.
 fn backoff(attempt: usize) -> Duration {
-    let base = 2u64 << (2 * attempt.saturating_sub(1).min(4));
+    let base = 1u64 << (2 * attempt.saturating_sub(1).min(4));
     let jitter = crate::server::admission::random_unit();
     Duration::from_micros((base as f64 * 1000.0 * (1.0 + jitter)) as u64)
 }
@@ -177,7 +177,7 @@ mod tests {
     fn backoff_is_tens_of_milliseconds_in_total() {
         for _ in 0..100 {
             let total: Duration = (1..ATTEMPTS).map(backoff).sum();
-            assert!(total >= Duration::from_millis(10) && total <= Duration::from_millis(20));
+            assert!(total >= Duration::from_millis(5) && total <= Duration::from_millis(10));
         }
     }
 }
