@@ -4,11 +4,17 @@
 //! - [`pod`]: the pod predicates shared by the gate and the status controller (active, ready, consistent:
 //!   §4.1) and the PUB that guards a pod (its related-pub annotation);
 //! - `gate`: the admission gate of `/validate-pod` (§7): which requests are protected disruptions, and
-//!   the decision, whose spend comes back as a [`crate::verdict::StatusIntent`] the server commits.
+//!   the decision, whose spend comes back as a [`crate::verdict::StatusIntent`] the server commits;
+//! - [`related`]: the PUB that guards a new pod or a workload (the related-pub step of `/mutate-pod`, §5,
+//!   and the status controller's workload triggers, §6.1);
+//! - [`status`]: the status controller's decisions (§6.2-6.5: pods, expected and desired counts, pruning,
+//!   the status to write).
 //!
 //! The protected operation set of a PUB (§4.4) and OpenKruise's texts are here, shared by all of them.
 
 pub mod pod;
+pub mod related;
+pub mod status;
 
 use std::collections::BTreeSet;
 
