@@ -35,6 +35,7 @@ use kruise_webhooks::sidecarset::select::SidecarSetIndex;
 use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
 use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
 
+use crate::workload::{ServedKinds, WorkloadStores, Workloads};
 use shared::{Change, Shared};
 
 /// How long the live custom-resource count may take before it counts as a list error.
@@ -125,6 +126,7 @@ pub struct LiveStores {
     claims: Shared<PersistentVolumeClaim>,
     sidecars: Option<SidecarSetCache>,
     budgets: Option<Shared<PodUnavailableBudget>>,
+    workloads: Option<Workloads>,
     synced: Arc<AtomicBool>,
 }
 
@@ -157,15 +159,27 @@ where
 
 impl LiveCache {
     /// Starts the reflectors (SidecarSets and their ControllerRevisions in `sidecar_sets_in` when the pod
-    /// webhook is served, PodUnavailableBudgets with `budgets`); [`Cluster::synced`] turns true once every
-    /// store has its first list.
-    pub fn start(client: Client, sidecar_sets_in: Option<&str>, budgets: bool) -> Self {
+    /// webhook is served; PodUnavailableBudgets and the workloads PUBs protect with `budgets`, which says
+    /// which optional workload kinds are served and where the Kruise configuration lives);
+    /// [`Cluster::synced`] turns true once every store has its first list.
+    pub fn start(
+        client: Client,
+        sidecar_sets_in: Option<&str>,
+        budgets: Option<(ServedKinds, &str)>,
+    ) -> Self {
         let cache = Self(Arc::new(LiveStores {
             namespaces: watch_all(&client, shared::whole_lists()),
             pods: watch_all(&client, shared::paged_lists()),
             claims: watch_all(&client, shared::paged_lists()),
             sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
-            budgets: budgets.then(|| watch_all(&client, shared::whole_lists())),
+            budgets: budgets.map(|_| watch_all(&client, shared::whole_lists())),
+            workloads: budgets.map(|(served, kruise_namespace)| {
+                Workloads::new(
+                    WorkloadStores::start(&client, served),
+                    client.clone(),
+                    kruise_namespace,
+                )
+            }),
             client,
             synced: Arc::new(AtomicBool::new(false)),
         }));
@@ -176,6 +190,7 @@ impl LiveCache {
             cache.budgets.as_ref().map(|b| b.store().clone()),
             cache.synced.clone(),
         );
+        let workloads = cache.workloads.as_ref().map(|w| w.stores().ready());
         tokio::spawn(async move {
             let _ = futures::join!(
                 ns.wait_until_ready(),
@@ -184,6 +199,11 @@ impl LiveCache {
                 async {
                     if let Some(budgets) = budgets {
                         let _ = budgets.wait_until_ready().await;
+                    }
+                },
+                async {
+                    if let Some(workloads) = workloads {
+                        workloads.await;
                     }
                 }
             );
@@ -206,6 +226,11 @@ impl LiveCache {
     /// The PodUnavailableBudgets, when watched (a PUB gate is on and the CRD is served).
     pub fn budget_store(&self) -> Option<&Shared<PodUnavailableBudget>> {
         self.budgets.as_ref()
+    }
+
+    /// The workloads PUBs protect (their stores, and the API for other kinds), when PUBs are watched.
+    pub fn workloads(&self) -> Option<&Workloads> {
+        self.workloads.as_ref()
     }
 
     /// The client the caches watch with (status commits, events).

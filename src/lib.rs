@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod review;
 pub mod server;
 pub mod telemetry;
+pub mod workload;
 
 pub use server::{AppState, Server, app, serve, start};
 
