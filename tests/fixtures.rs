@@ -373,3 +373,19 @@ async fn sidecarset_scenarios() {
     );
     run_all(cases).await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn pod_mutate_scenarios() {
+    let cases = cases("pod-mutate");
+    for scenario in ["40", "41", "42"] {
+        assert!(
+            cases.iter().any(|c| c
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(scenario)),
+            "spec/podunavailablebudget.md §12 scenario {scenario} has a case"
+        );
+    }
+    run_all(cases).await;
+}
