@@ -7,6 +7,7 @@ pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod controller;
+pub mod events;
 pub mod metrics;
 pub mod review;
 pub mod server;
