@@ -21,7 +21,7 @@ use kruise_webhook::controller::podunavailablebudget::{
     Context, Inputs, PodUnavailableBudgetController, Reconciled, reconcile,
 };
 use kruise_webhook::controller::runtime::{Running, Settings};
-use kruise_webhook::workload::{CachedKind, SlimWorkload, WorkloadStores, Workloads};
+use kruise_webhook::workload::{SlimWorkload, WorkloadKind, WorkloadStores, Workloads};
 use kruise_webhooks::FeatureGates;
 use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::podunavailablebudget::PodUnavailableBudget;
@@ -156,11 +156,11 @@ struct Stores {
     inputs: Inputs,
     budgets: Publisher<PodUnavailableBudget>,
     pods: Publisher<SlimPod>,
-    workloads: Vec<(CachedKind, Publisher<SlimWorkload>)>,
+    workloads: Vec<(WorkloadKind, Publisher<SlimWorkload>)>,
 }
 
 impl Stores {
-    fn workload(&mut self, kind: CachedKind) -> &mut Publisher<SlimWorkload> {
+    fn workload(&mut self, kind: WorkloadKind) -> &mut Publisher<SlimWorkload> {
         &mut self
             .workloads
             .iter_mut()
@@ -180,7 +180,7 @@ fn stores(setup: &Setup, client: kube::Client) -> Stores {
     let (pods, pod_store) =
         Publisher::listed((), setup.pods.iter().map(decode).collect::<Vec<_>>());
     let mut publishers = Vec::new();
-    let mut listed = |kind: CachedKind| {
+    let mut listed = |kind: WorkloadKind| {
         let objects: Vec<SlimWorkload> = setup
             .workloads
             .iter()
@@ -191,16 +191,16 @@ fn stores(setup: &Setup, client: kube::Client) -> Stores {
             })
             .map(decode)
             .collect();
-        let (publisher, shared) = Publisher::listed(kind.resource(), objects);
+        let (publisher, shared) = Publisher::listed(kind, objects);
         publishers.push((kind, publisher));
         shared
     };
     let workload_stores = WorkloadStores {
-        deployments: listed(CachedKind::Deployment),
-        replica_sets: listed(CachedKind::ReplicaSet),
-        stateful_sets: listed(CachedKind::StatefulSet),
-        clone_sets: Some(listed(CachedKind::CloneSet)),
-        advanced_stateful_sets: Some(listed(CachedKind::AdvancedStatefulSet)),
+        deployments: listed(WorkloadKind::Deployment),
+        replica_sets: listed(WorkloadKind::ReplicaSet),
+        stateful_sets: listed(WorkloadKind::StatefulSet),
+        clone_sets: Some(listed(WorkloadKind::CloneSet)),
+        advanced_stateful_sets: Some(listed(WorkloadKind::AdvancedStatefulSet)),
     };
     Stores {
         inputs: Inputs {
@@ -920,7 +920,7 @@ async fn scenario_15_a_replicas_change_reconciles_the_target_budget() {
     let mut status_only = deployment(5);
     status_only["metadata"]["resourceVersion"] = json!("22");
     stores
-        .workload(CachedKind::Deployment)
+        .workload(WorkloadKind::Deployment)
         .apply(Event::Apply(serde_json::from_value(status_only).unwrap()));
     // The first event of a workload is news to the trigger (it remembers from then on): a reconcile that
     // writes nothing.
@@ -928,7 +928,7 @@ async fn scenario_15_a_replicas_change_reconciles_the_target_budget() {
     let mut scaled = deployment(3);
     scaled["metadata"]["resourceVersion"] = json!("23");
     stores
-        .workload(CachedKind::Deployment)
+        .workload(WorkloadKind::Deployment)
         .apply(Event::Apply(serde_json::from_value(scaled).unwrap()));
     put_ok(&mut handle, "100", counters(3, 2, 5, 3), "101").await;
     controller.stop().await;

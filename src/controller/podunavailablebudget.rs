@@ -67,7 +67,9 @@ use kruise_webhooks::podunavailablebudget::status::{self, TargetWorkload};
 use super::runtime::{self, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::{Change, Shared};
 use crate::events::{EventType, Recorder};
-use crate::workload::{CachedKind, FindError, Finder, Options, Reference, SlimWorkload, Workloads};
+use crate::workload::{
+    FindError, Finder, Options, Reference, SlimWorkload, WorkloadKind, Workloads,
+};
 
 /// The component events are recorded as (OpenKruise's recorder name).
 pub const COMPONENT: &str = "podunavailablebudget-controller";
@@ -291,7 +293,7 @@ async fn target_workload(
             }
             finder
                 .stores()
-                .get(CachedKind::ReplicaSet, namespace, &target.name)
+                .get(WorkloadKind::ReplicaSet, namespace, &target.name)
                 .filter(|rs| rs.metadata.deletion_timestamp.is_none())
                 .map(|rs| {
                     single(
@@ -611,12 +613,11 @@ fn budget_of(pod: &SlimPod) -> Vec<ObjectRef<PodUnavailableBudget>> {
 /// changed (the last replicas seen per uid are remembered; a relist forgets them).
 fn workload_trigger(
     inputs: &Inputs,
-    kind: CachedKind,
+    kind: WorkloadKind,
 ) -> impl Fn(&Change<SlimWorkload>) -> Vec<ObjectRef<PodUnavailableBudget>> + Send + Sync + 'static
 {
     let seen: Mutex<HashMap<String, Option<i32>>> = Mutex::default();
     let inputs = inputs.clone();
-    let resource = kind.resource();
     move |change| {
         let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
         let workload = match change {
@@ -641,8 +642,8 @@ fn workload_trigger(
             return Vec::new();
         };
         let key = WorkloadKey {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
+            api_version: kind.api_version().to_owned(),
+            kind: kind.kind().to_owned(),
             name: workload.metadata.name.clone().unwrap_or_default(),
         };
         let budgets = inputs.budgets_in(namespace);
@@ -674,7 +675,7 @@ impl Reconciler for PodUnavailableBudgetController {
             Triggers::new(&self.inputs.budgets).watches(&self.inputs.pods, budget_of);
         // ReplicaSets are not a trigger: their pods are.
         for (kind, store) in self.inputs.workloads.stores().all() {
-            if kind != CachedKind::ReplicaSet {
+            if kind != WorkloadKind::ReplicaSet {
                 triggers = triggers.watches_changes(store, workload_trigger(&self.inputs, kind));
             }
         }
