@@ -178,7 +178,7 @@ fn main() {
 
         // 1. Caches: what `serve` starts for the pod webhook, plus the two kinds not cached yet.
         let started = Instant::now();
-        let cache = LiveCache::start(client.clone(), Some("kruise-system"), None);
+        let cache = LiveCache::start(client.clone(), Some("kruise-system"), false);
         let cluster = Cluster::Live(cache.clone());
         let budgets = typed_store::<PodUnavailableBudget>(&client);
         let spreads = typed_store::<WorkloadSpread>(&client);

@@ -159,21 +159,27 @@ where
 
 impl LiveCache {
     /// Starts the reflectors (SidecarSets and their ControllerRevisions in `sidecar_sets_in` when the pod
-    /// webhook is served; PodUnavailableBudgets and the workloads PUBs protect with `budgets`, which says
-    /// which optional workload kinds are served and where the Kruise configuration lives);
-    /// [`Cluster::synced`] turns true once every store has its first list.
-    pub fn start(
+    /// webhook is served, PodUnavailableBudgets with `budgets`); [`Cluster::synced`] turns true once every
+    /// store has its first list.
+    pub fn start(client: Client, sidecar_sets_in: Option<&str>, budgets: bool) -> Self {
+        Self::start_with(client, sidecar_sets_in, budgets, None)
+    }
+
+    /// [`LiveCache::start`], and with `workloads` the workloads PUBs protect (spec/podunavailablebudget.md
+    /// §4.3: which optional kinds are served, and the namespace of the Kruise configuration).
+    pub fn start_with(
         client: Client,
         sidecar_sets_in: Option<&str>,
-        budgets: Option<(ServedKinds, &str)>,
+        budgets: bool,
+        workloads: Option<(ServedKinds, &str)>,
     ) -> Self {
         let cache = Self(Arc::new(LiveStores {
             namespaces: watch_all(&client, shared::whole_lists()),
             pods: watch_all(&client, shared::paged_lists()),
             claims: watch_all(&client, shared::paged_lists()),
             sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
-            budgets: budgets.map(|_| watch_all(&client, shared::whole_lists())),
-            workloads: budgets.map(|(served, kruise_namespace)| {
+            budgets: budgets.then(|| watch_all(&client, shared::whole_lists())),
+            workloads: workloads.map(|(served, kruise_namespace)| {
                 Workloads::new(
                     WorkloadStores::start(&client, served),
                     client.clone(),

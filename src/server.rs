@@ -274,9 +274,10 @@ pub async fn start_with(
         } else {
             None
         };
-        let cache = crate::cache::LiveCache::start(
+        let cache = crate::cache::LiveCache::start_with(
             client.clone(),
             (served.sidecar_sets && pod_webhook).then_some(config.namespace.as_str()),
+            budgets,
             workload_kinds.map(|kinds| (kinds, config.namespace.as_str())),
         );
         (Cluster::Live(cache), Some(client), served)
