@@ -10,14 +10,17 @@ pub mod shared;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
@@ -33,6 +36,7 @@ use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
 use kruise_webhooks::sidecarset::prepared::PreparedSidecarSet;
 use kruise_webhooks::sidecarset::select::SidecarSetIndex;
 use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
+use kruise_webhooks::verdict::BudgetDenialRecord;
 use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
 
 use crate::workload::{ServedKinds, WorkloadStores, Workloads};
@@ -127,7 +131,22 @@ pub struct LiveStores {
     sidecars: Option<SidecarSetCache>,
     budgets: Option<Shared<PodUnavailableBudget>>,
     workloads: Option<Workloads>,
+    /// The PUBs this replica wrote (or read fresh after a conflict), until the informer has them: a spend
+    /// decides on the newest copy, so one replica never conflicts with itself.
+    budget_copies: Mutex<HashMap<BudgetKey, Arc<PodUnavailableBudget>>>,
+    /// One lock per PUB: the spends of one replica are written one at a time.
+    budget_locks: Mutex<HashMap<BudgetKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// Events of the PUB gate (`pub-controller`, as OpenKruise's webhook records them).
+    budget_events: Recorder,
     synced: Arc<AtomicBool>,
+}
+
+/// A PUB's namespace and name.
+pub type BudgetKey = (String, String);
+
+/// A resourceVersion as the number the API server makes it (etcd's revision); `None` if it is not one.
+fn revision(budget: &PodUnavailableBudget) -> Option<u64> {
+    budget.metadata.resource_version.as_deref()?.parse().ok()
 }
 
 impl std::ops::Deref for LiveCache {
@@ -186,6 +205,15 @@ impl LiveCache {
                     kruise_namespace,
                 )
             }),
+            budget_copies: Mutex::default(),
+            budget_locks: Mutex::default(),
+            budget_events: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "pub-controller".into(),
+                    instance: std::env::var("POD_NAME").ok(),
+                },
+            ),
             client,
             synced: Arc::new(AtomicBool::new(false)),
         }));
@@ -242,6 +270,77 @@ impl LiveCache {
     /// The client the caches watch with (status commits, events).
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// Records the Warning event of a disruption refused by a PUB on the pod, in the background: the
+    /// answer does not wait for it, and a failure is logged.
+    pub fn record_budget_denial_event(&self, record: &BudgetDenialRecord) {
+        let recorder = self.budget_events.clone();
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(record.pod.clone()),
+            namespace: Some(record.namespace.clone()),
+            uid: record.pod_uid.clone(),
+            ..ObjectReference::default()
+        };
+        tokio::spawn(async move {
+            let event = Event {
+                type_: EventType::Warning,
+                reason: BudgetDenialRecord::EVENT_REASON.into(),
+                note: Some(BudgetDenialRecord::EVENT_MESSAGE.into()),
+                action: "Disrupt".into(),
+                secondary: None,
+            };
+            if let Err(e) = recorder.publish(&event, &reference).await {
+                tracing::warn!(pod = ?reference.name, error = %e, "recording the PodUnavailableBudget event failed");
+            }
+        });
+    }
+
+    /// The lock of one PUB's spends.
+    pub fn budget_lock(&self, key: &BudgetKey) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.budget_locks.lock().unwrap_or_else(|p| p.into_inner());
+        locks.entry(key.clone()).or_default().clone()
+    }
+
+    /// Keeps a PUB this replica wrote or read from the API server, if it is newer than the copy kept.
+    pub fn remember_budget(&self, budget: PodUnavailableBudget) {
+        let key = (
+            budget.metadata.namespace.clone().unwrap_or_default(),
+            budget.metadata.name.clone().unwrap_or_default(),
+        );
+        let mut copies = self.budget_copies.lock().unwrap_or_else(|p| p.into_inner());
+        let newer = copies
+            .get(&key)
+            .is_none_or(|kept| revision(&budget) > revision(kept));
+        if newer {
+            copies.insert(key, Arc::new(budget));
+        }
+    }
+
+    /// The newest PUB this replica knows: the informer's, or the copy kept, whichever has the higher
+    /// resourceVersion. A copy the informer has caught up with is dropped.
+    fn newest_budget(&self, namespace: &str, name: &str) -> Option<Arc<PodUnavailableBudget>> {
+        let cached = self
+            .budgets
+            .as_ref()?
+            .store()
+            .get(&reflector::ObjectRef::new(name).within(namespace));
+        let mut copies = self.budget_copies.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (namespace.to_owned(), name.to_owned());
+        let Some(copy) = copies.get(&key) else {
+            return cached;
+        };
+        match &cached {
+            Some(informer) if revision(informer) >= revision(copy) => {
+                copies.remove(&key);
+                cached
+            }
+            // The informer has not caught up (or the object went away and the watch has not said so yet:
+            // the next write answers NotFound).
+            _ => Some(copy.clone()),
+        }
     }
 
     /// The SidecarSet and ControllerRevision caches, when started (the pod webhook is served).
@@ -477,11 +576,7 @@ impl PodUnavailableBudgetView for Cluster {
     ) -> Option<Arc<PodUnavailableBudget>> {
         match self {
             Self::Fixture(f) => f.pod_unavailable_budget(namespace, name),
-            Self::Live(c) => c
-                .budgets
-                .as_ref()?
-                .store()
-                .get(&reflector::ObjectRef::new(name).within(namespace)),
+            Self::Live(c) => c.newest_budget(namespace, name),
         }
     }
     fn pod_unavailable_budgets_in(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {

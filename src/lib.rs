@@ -11,6 +11,7 @@ pub mod events;
 pub mod metrics;
 pub mod review;
 pub mod server;
+pub mod status;
 pub mod telemetry;
 pub mod workload;
 

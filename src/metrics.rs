@@ -58,6 +58,13 @@ pub struct WorkloadUserLabels {
     pub username: String,
 }
 
+/// `{result}` of the PUB status writes.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// `written`, `conflict`, `not_found` or `error`.
+    pub result: String,
+}
+
 /// `{name}` of the leader-election metrics: the Lease name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -114,6 +121,11 @@ pub struct Metrics {
     pub crd_protection: Family<NameUserLabels, PlainCounter>,
     /// `workload_deletion_protection{kind_namespace_name,username}`.
     pub workload_protection: Family<WorkloadUserLabels, PlainCounter>,
+    /// `pod_unavailable_budget{kind_namespace_name,username}`: disruptions refused by a PUB.
+    pub pod_unavailable_budget: Family<WorkloadUserLabels, PlainCounter>,
+    /// `pod_unavailable_budget_status_writes_total{result}`: PUB status writes of the admission gate by
+    /// outcome (`written`, `conflict`, `error`).
+    pub budget_writes: Family<ResultLabels, Counter>,
     /// `kruise_manager_is_leader`: 1 while this replica holds the leader Lease, else 0.
     pub is_leader: Gauge,
     /// `leader_election_slowpath_total{name}`: renewals that had to re-read the Lease.
@@ -212,6 +224,18 @@ impl Metrics {
             "Number of workload deletions refused by deletion protection",
             workload_protection.clone(),
         );
+        let pod_unavailable_budget = Family::<WorkloadUserLabels, PlainCounter>::default();
+        registry.register(
+            "pod_unavailable_budget",
+            "Number of pod disruptions refused by a PodUnavailableBudget",
+            pod_unavailable_budget.clone(),
+        );
+        let budget_writes = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "pod_unavailable_budget_status_writes",
+            "PodUnavailableBudget status writes of the admission gate, by result",
+            budget_writes.clone(),
+        );
         registry.register(
             "kruise_manager_is_leader",
             "Whether this replica holds the leader Lease (1) or not (0)",
@@ -231,9 +255,30 @@ impl Metrics {
             namespace_protection,
             crd_protection,
             workload_protection,
+            pod_unavailable_budget,
+            budget_writes,
             is_leader,
             leader_slowpath,
         }
+    }
+
+    /// Counts a disruption refused by a PUB.
+    pub fn record_budget_denial(&self, r: &kruise_webhooks::verdict::BudgetDenialRecord) {
+        self.pod_unavailable_budget
+            .get_or_create(&WorkloadUserLabels {
+                kind_namespace_name: r.kind_namespace_name.clone(),
+                username: r.username.clone(),
+            })
+            .inc();
+    }
+
+    /// Counts a PUB status write of the gate by result.
+    pub fn record_budget_write(&self, result: &str) {
+        self.budget_writes
+            .get_or_create(&ResultLabels {
+                result: result.to_owned(),
+            })
+            .inc();
     }
 
     /// The handles of one webhook path, resolved once when its route is built. As controller-runtime's

@@ -3,7 +3,9 @@
 //! Runs exactly the webhooks the apiserver would call for the request under the shipped configurations
 //! (rules, namespaceSelector against the given Namespace objects, objectSelector against the object),
 //! mutating ones first, then validating ones on the mutated object, with the server's own code. Prints one
-//! AdmissionReview with the combined response.
+//! AdmissionReview with the combined response. Status writes the answer depends on (a PodUnavailableBudget
+//! spend) are not performed: the review lists them under `statusWrites`, each with the status the object
+//! would be written with.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -13,6 +15,7 @@ use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, Admi
 use kruise_webhooks::fixture::FixtureCluster;
 use kruise_webhooks::json::{RawJson, patch};
 use kruise_webhooks::registry::{self, WebhookSpec};
+use kruise_webhooks::verdict::StatusIntent;
 use kruise_webhooks::{FeatureGates, Verdict};
 
 use crate::cache::{self, Cluster};
@@ -61,7 +64,7 @@ pub fn webhooks_for(
 ) -> Vec<&'static WebhookSpec> {
     let labels = namespace_labels(cluster, req);
     let mut specs: Vec<&'static WebhookSpec> = Vec::new();
-    for (_, spec) in registry::routes(gates, registry::Served::ALL) {
+    for spec in registry::registered(gates, registry::Served::ALL) {
         if !specs.iter().any(|s| s.name == spec.name) && spec.would_call(req, labels.as_ref()) {
             specs.push(spec);
         }
@@ -70,11 +73,59 @@ pub fn webhooks_for(
     specs
 }
 
+/// The answer of the chain and the status writes it would need (not performed offline).
+#[derive(Debug)]
+pub struct Reviewed {
+    /// The combined response.
+    pub response: AdmissionResponse,
+    /// The status intents of the webhooks that ran, in order.
+    pub status_writes: Vec<StatusIntent>,
+}
+
+/// A status intent as `review` prints it: the object, the resourceVersion the write would carry, the
+/// status it would write.
+pub fn status_write_json(intent: &StatusIntent) -> serde_json::Value {
+    match intent {
+        StatusIntent::BudgetSpend(spend) => serde_json::json!({
+            "kind": "PodUnavailableBudget",
+            "namespace": spend.budget.metadata.namespace,
+            "name": spend.budget.metadata.name,
+            "resourceVersion": spend.budget.metadata.resource_version,
+            "pod": spend.pod,
+            "operation": spend.operation,
+            "status": spend.budget.status,
+        }),
+    }
+}
+
 /// Runs the chain on a decoded review.
 pub async fn review(
     cluster: Arc<FixtureCluster>,
     gates: &FeatureGates,
     review: &AdmissionReview,
+) -> AdmissionResponse {
+    review_chain(cluster, gates, review).await.response
+}
+
+/// Runs the chain on a decoded review, keeping the status writes it would need.
+pub async fn review_chain(
+    cluster: Arc<FixtureCluster>,
+    gates: &FeatureGates,
+    review: &AdmissionReview,
+) -> Reviewed {
+    let mut status_writes = Vec::new();
+    let response = run_chain(cluster, gates, review, &mut status_writes).await;
+    Reviewed {
+        response,
+        status_writes,
+    }
+}
+
+async fn run_chain(
+    cluster: Arc<FixtureCluster>,
+    gates: &FeatureGates,
+    review: &AdmissionReview,
+    status_writes: &mut Vec<StatusIntent>,
 ) -> AdmissionResponse {
     let specs = webhooks_for(&cluster, gates, &review.request);
     let view = Cluster::Fixture(cluster);
@@ -108,6 +159,7 @@ pub async fn review(
         );
         warnings.extend(verdict.warnings.iter().cloned());
         audit.extend(verdict.audit_annotations.clone());
+        status_writes.extend(verdict.intents.iter().cloned());
         if !verdict.is_allowed() {
             let mut response = AdmissionResponse::from_verdict(&req.uid, &verdict);
             response.warnings = warnings;
@@ -158,12 +210,19 @@ pub fn run(config: &ReviewConfig, stdin: impl Read) -> Result<Vec<u8>, ReviewErr
             source_name: "runtime".into(),
             message: e.to_string(),
         })?;
-    let response = runtime.block_on(review(Arc::new(cluster), &config.gates, &decoded));
-    let out = serde_json::json!({
+    let reviewed = runtime.block_on(review_chain(Arc::new(cluster), &config.gates, &decoded));
+    let mut out = serde_json::json!({
         "apiVersion": decoded.api_version,
         "kind": "AdmissionReview",
-        "response": response,
+        "response": reviewed.response,
     });
+    if !reviewed.status_writes.is_empty() {
+        out["statusWrites"] = reviewed
+            .status_writes
+            .iter()
+            .map(status_write_json)
+            .collect();
+    }
     let mut text = serde_json::to_vec_pretty(&out).unwrap_or_default();
     text.push(b'\n');
     Ok(text)

@@ -58,7 +58,12 @@ fn check_configuration(file: &str, kind: &str, name: &str, mutating: bool) {
             "the binary or cert-manager sets caBundle"
         );
         assert_eq!(hook["timeoutSeconds"], 10, "DECISIONS 2");
-        assert_eq!(hook["sideEffects"], "None");
+        assert_eq!(
+            hook["sideEffects"],
+            spec.side_effects.as_str(),
+            "{}: DECISIONS 2",
+            spec.name
+        );
         assert_eq!(hook["admissionReviewVersions"], json!(["v1", "v1beta1"]));
         let policy = match spec.failure_policy {
             FailurePolicy::Fail => "Fail",
@@ -228,5 +233,48 @@ fn shipped_deployments_log_json_lines() {
         let cli = Cli::try_parse_from(std::iter::once("kruise-webhook".to_owned()).chain(args))
             .unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(cli.log_format, LogFormat::Json, "{file}");
+    }
+}
+
+/// The verbs the ClusterRole `kruise-webhook` grants on `group`/`resource` (rules without resourceNames).
+fn cluster_role_verbs(group: &str, resource: &str) -> BTreeSet<String> {
+    let docs = yaml_docs("deploy/base/rbac.yaml");
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "kruise-webhook")
+        .expect("ClusterRole kruise-webhook");
+    let lists = |rule: &Value, key: &str, want: &str| {
+        rule[key]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|v| v == want || v == "*"))
+    };
+    role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r.get("resourceNames").is_none())
+        .filter(|r| lists(r, "apiGroups", group) && lists(r, "resources", resource))
+        .flat_map(|r| r["verbs"].as_array().unwrap().iter())
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_caches_the_webhooks_read_may_list_and_watch() {
+    // An informer the RBAC forbids never syncs, and the replica never becomes ready (DECISIONS 22).
+    for (group, resource) in [
+        ("", "pods"),
+        ("", "namespaces"),
+        ("", "persistentvolumeclaims"),
+        ("apps.kruise.io", "sidecarsets"),
+        ("policy.kruise.io", "podunavailablebudgets"),
+    ] {
+        let verbs = cluster_role_verbs(group, resource);
+        for verb in ["list", "watch"] {
+            assert!(
+                verbs.contains(verb),
+                "{group}/{resource}: {verb} not granted ({verbs:?})"
+            );
+        }
     }
 }

@@ -19,6 +19,7 @@ use http_body_util::BodyExt;
 use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse};
 use kruise_webhooks::deletion_protection::{self, Facts};
 use kruise_webhooks::pod::PodContext;
+use kruise_webhooks::podunavailablebudget::gate::{self, GateContext};
 use kruise_webhooks::registry::{Handler, WebhookSpec};
 use kruise_webhooks::sidecarset::validate::ValidateContext;
 use kruise_webhooks::verdict::SideEffect;
@@ -97,6 +98,7 @@ pub async fn decide(
             };
             kruise_webhooks::pod::mutate(req, cluster, &ctx)
         }
+        Handler::PodValidate => decide_now(cluster, env, spec, req),
         Handler::SidecarSetDefault => kruise_webhooks::sidecarset::defaults::mutate(req),
         Handler::SidecarSetValidate => {
             let whitelist = cluster.patch_metadata_whitelist(env.kruise_namespace).await;
@@ -108,6 +110,9 @@ pub async fn decide(
             };
             kruise_webhooks::sidecarset::validate::validate(req, cluster, &ctx)
         }
+        Handler::PodUnavailableBudgetValidate => {
+            kruise_webhooks::podunavailablebudget::validate::validate(req, cluster, env.gates)
+        }
         handler => {
             let mut facts = Facts::default();
             if let Some(query) =
@@ -118,6 +123,51 @@ pub async fn decide(
             deletion_protection::validate(handler, req, cluster, env.gates, &facts)
         }
     }
+}
+
+/// The webhooks that decide on the cluster view alone, without fetching: those whose verdicts carry status
+/// intents, which are decided again after a conflict ([`crate::status::commit`]).
+///
+/// # Errors
+/// The webhook's [`WebhookError`] when it cannot decide.
+pub fn decide_now(
+    cluster: &Cluster,
+    env: &Env<'_>,
+    spec: &WebhookSpec,
+    req: &AdmissionRequest,
+) -> Result<Verdict, WebhookError> {
+    match spec.handler {
+        Handler::PodValidate => {
+            let ctx = GateContext {
+                gates: env.gates,
+                now: &env.now,
+            };
+            gate::validate(req, cluster, &ctx)
+        }
+        other => Err(WebhookError::Internal(format!(
+            "{other:?} does not decide without fetching"
+        ))),
+    }
+}
+
+/// Decides, then commits the verdict's status intents (a spend is allowed only once written).
+///
+/// # Errors
+/// The webhook's [`WebhookError`] when it cannot decide.
+pub async fn decide_and_commit(
+    state: &AppState,
+    env: &Env<'_>,
+    spec: &WebhookSpec,
+    req: &AdmissionRequest,
+) -> Result<Verdict, WebhookError> {
+    let verdict = decide(&state.cluster, env, spec, req).await?;
+    if verdict.intents.is_empty() {
+        return Ok(verdict);
+    }
+    crate::status::commit(&state.cluster, &state.metrics, verdict, || {
+        decide_now(&state.cluster, env, spec, req)
+    })
+    .await
 }
 
 /// A refusal before any webhook ran: HTTP status and message.
@@ -306,7 +356,7 @@ async fn admit_body(
             hook(req);
         }
         let env = Env::now(&state.config.gates, &state.config.namespace);
-        decide(&state.cluster, &env, spec, req).await
+        decide_and_commit(state, &env, spec, req).await
     })
     .catch_unwind()
     .await;
@@ -352,6 +402,16 @@ fn apply_side_effects(state: &AppState, verdict: &Verdict) {
             SideEffect::DeletionProtected(record) => {
                 state.metrics.record_protection(record);
                 state.audit.write(&record.audit_line());
+            }
+            SideEffect::BudgetDenied(record) => {
+                state.metrics.record_budget_denial(record);
+                state.audit.write(&record.audit_line());
+                // An event is an API write: none for a dry run (`sideEffects: NoneOnDryRun`).
+                if !record.dry_run
+                    && let Cluster::Live(cache) = &state.cluster
+                {
+                    cache.record_budget_denial_event(record);
+                }
             }
         }
     }

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod apiserver;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -198,9 +198,11 @@ fn subject(handler: Handler, req: &AdmissionRequest) -> Result<Subject, WebhookE
         // v1alpha1 converts to v1beta1 first; `spec.replicas` is the same field in both.
         Handler::AdvancedStatefulSet => Subject::Workload(decode(old)?),
         // Not deletion-protection handlers: nothing to protect.
-        Handler::PodMutate | Handler::SidecarSetDefault | Handler::SidecarSetValidate => {
-            Subject::Allow
-        }
+        Handler::PodMutate
+        | Handler::PodValidate
+        | Handler::SidecarSetDefault
+        | Handler::SidecarSetValidate
+        | Handler::PodUnavailableBudgetValidate => Subject::Allow,
     })
 }
 

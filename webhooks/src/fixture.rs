@@ -321,6 +321,13 @@ impl ClusterView for FixtureCluster {
     fn persistent_volume_claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>> {
         self.claims.get(namespace).cloned().unwrap_or_default()
     }
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<SlimPod>> {
+        self.pods
+            .get(namespace)?
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+            .cloned()
+    }
 }
 
 #[cfg(test)]

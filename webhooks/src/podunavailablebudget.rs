@@ -3,8 +3,10 @@
 //!
 //! - [`pod`]: the pod predicates shared by the gate and the status controller (active, ready, consistent:
 //!   §4.1) and the PUB that guards a pod (its related-pub annotation);
-//! - `gate`: the admission gate of `/validate-pod` (§7): which requests are protected disruptions, and
+//! - [`gate`]: the admission gate of `/validate-pod` (§7): which requests are protected disruptions, and
 //!   the decision, whose spend comes back as a [`crate::verdict::StatusIntent`] the server commits;
+//!   [`update`]: which pod UPDATEs disrupt, and which of them are resizes (§7.2);
+//! - [`validate`]: the PUB validating webhook (§8): field rules, immutability, conflicts with other PUBs;
 //! - [`related`]: the PUB that guards a new pod or a workload (the related-pub step of `/mutate-pod`, §5,
 //!   and the status controller's workload triggers, §6.1);
 //! - [`status`]: the status controller's decisions (§6.2-6.5: pods, expected and desired counts, pruning,
@@ -12,9 +14,12 @@
 //!
 //! The protected operation set of a PUB (§4.4) and OpenKruise's texts are here, shared by all of them.
 
+pub mod gate;
 pub mod pod;
 pub mod related;
 pub mod status;
+pub mod update;
+pub mod validate;
 
 use std::collections::BTreeSet;
 

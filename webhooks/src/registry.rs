@@ -40,10 +40,16 @@ pub enum Handler {
     UnitedDeployment,
     /// `/mutate-pod`: the pod mutating chain (spec/pod-mutating-misc.md).
     PodMutate,
+    /// `/validate-pod`: the pod validating chain, the PodUnavailableBudget gate (spec/podunavailablebudget.md
+    /// §7); registered twice (`vpod.kb.io` for pods, `vpodeviction.kb.io` for evictions).
+    PodValidate,
     /// `/mutate-apps-kruise-io-sidecarset`: SidecarSet defaulting and hashes (spec/sidecarset.md §7).
     SidecarSetDefault,
     /// `/validate-apps-kruise-io-sidecarset`: SidecarSet validation (spec/sidecarset.md §8).
     SidecarSetValidate,
+    /// `/validate-policy-kruise-io-podunavailablebudget`: PodUnavailableBudget validation
+    /// (spec/podunavailablebudget.md §8).
+    PodUnavailableBudgetValidate,
 }
 
 /// A custom resource kind whose CRD must be served for a webhook to be registered (spec/webhook-server.md §4).
@@ -89,6 +95,25 @@ impl Handler {
     }
 }
 
+/// `sideEffects`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideEffects {
+    /// `None`: the webhook writes nothing.
+    None,
+    /// `NoneOnDryRun`: it writes status in the admission path, and nothing for a dry run (DECISIONS 2).
+    NoneOnDryRun,
+}
+
+impl SideEffects {
+    /// The configuration's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "None",
+            Self::NoneOnDryRun => "NoneOnDryRun",
+        }
+    }
+}
+
 /// `failurePolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailurePolicy {
@@ -128,6 +153,8 @@ pub struct WebhookSpec {
     pub rules: &'static [Rule],
     /// `failurePolicy`.
     pub failure_policy: FailurePolicy,
+    /// `sideEffects`.
+    pub side_effects: SideEffects,
     /// objectSelector `policy.kruise.io/delete-protection Exists`.
     pub delete_protection_scoped: bool,
     /// The feature gate without which the path is not served, if any.
@@ -156,6 +183,7 @@ const fn deletion(
         handler,
         rules,
         failure_policy: FailurePolicy::Ignore,
+        side_effects: SideEffects::None,
         delete_protection_scoped: true,
         gate,
         requires: None,
@@ -201,9 +229,57 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
             operations: CREATE,
         }],
         failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::None,
         delete_protection_scoped: false,
         gate: Some(POD_WEBHOOK),
         requires: Some(RequiredKind::SidecarSet),
+        excludes_system_namespaces: true,
+    },
+    WebhookSpec {
+        name: "vpod.kb.io",
+        path: "/validate-pod",
+        alt_paths: &[],
+        mutating: false,
+        handler: Handler::PodValidate,
+        rules: &[
+            Rule {
+                groups: &[""],
+                versions: &["v1"],
+                resources: &["pods"],
+                operations: &[Operation::Update, Operation::Delete],
+            },
+            // DECISIONS 6: resizes through the subresource are gated like other in-place resizes.
+            Rule {
+                groups: &[""],
+                versions: &["v1"],
+                resources: &["pods/resize"],
+                operations: &[Operation::Update],
+            },
+        ],
+        failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::NoneOnDryRun,
+        delete_protection_scoped: false,
+        gate: Some(POD_WEBHOOK),
+        requires: Some(RequiredKind::PodUnavailableBudget),
+        excludes_system_namespaces: true,
+    },
+    WebhookSpec {
+        name: "vpodeviction.kb.io",
+        path: "/validate-pod",
+        alt_paths: &[],
+        mutating: false,
+        handler: Handler::PodValidate,
+        rules: &[Rule {
+            groups: &[""],
+            versions: &["v1"],
+            resources: &["pods/eviction"],
+            operations: CREATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::NoneOnDryRun,
+        delete_protection_scoped: false,
+        gate: Some(POD_WEBHOOK),
+        requires: Some(RequiredKind::PodUnavailableBudget),
         excludes_system_namespaces: true,
     },
     WebhookSpec {
@@ -214,6 +290,7 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         handler: Handler::SidecarSetDefault,
         rules: SIDECARSET_RULES,
         failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::None,
         delete_protection_scoped: false,
         gate: None,
         requires: None,
@@ -227,6 +304,7 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         handler: Handler::SidecarSetValidate,
         rules: SIDECARSET_RULES,
         failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::None,
         delete_protection_scoped: false,
         gate: None,
         requires: None,
@@ -332,22 +410,57 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         )],
         None,
     ),
+    // Always registered: it refuses everything itself while both PUB gates are off (spec §3). Both served
+    // versions in the rule (spec §10.6: the chart's v1alpha1-only rule leaves v1beta1 fields unchecked).
+    // Namespaced: kube-system and our namespace are excluded like the pod webhooks' (DECISIONS 2).
+    WebhookSpec {
+        name: "vpodunavailablebudget.kb.io",
+        path: "/validate-policy-kruise-io-podunavailablebudget",
+        alt_paths: &[],
+        mutating: false,
+        handler: Handler::PodUnavailableBudgetValidate,
+        rules: &[Rule {
+            groups: &["policy.kruise.io"],
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["podunavailablebudgets"],
+            operations: CREATE_UPDATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::None,
+        delete_protection_scoped: false,
+        gate: None,
+        requires: None,
+        excludes_system_namespaces: true,
+    },
 ];
 
 /// The path of the CRD conversion webhook (DECISIONS 16).
 pub const CONVERT_PATH: &str = "/convert";
 
-/// Every admission path served with these gates, both spellings, with its webhook.
+/// Every admission path served with these gates, both spellings, each once, with its (first) webhook.
+/// Webhooks sharing a path share its handler (`vpod.kb.io` and `vpodeviction.kb.io`).
 pub fn routes(gates: &FeatureGates, served: Served) -> Vec<(&'static str, &'static WebhookSpec)> {
+    let mut routes: Vec<(&'static str, &'static WebhookSpec)> = Vec::new();
+    for w in WEBHOOKS
+        .iter()
+        .filter(|w| w.gate.is_none_or(|g| gates.enabled(g)))
+        .filter(|w| w.requires.is_none_or(|k| served.has(k)))
+    {
+        for path in std::iter::once(w.path).chain(w.alt_paths.iter().copied()) {
+            if !routes.iter().any(|(p, _)| *p == path) {
+                routes.push((path, w));
+            }
+        }
+    }
+    routes
+}
+
+/// Every webhook registered with these gates (each once; several may share a path).
+pub fn registered(gates: &FeatureGates, served: Served) -> Vec<&'static WebhookSpec> {
     WEBHOOKS
         .iter()
         .filter(|w| w.gate.is_none_or(|g| gates.enabled(g)))
         .filter(|w| w.requires.is_none_or(|k| served.has(k)))
-        .flat_map(|w| {
-            std::iter::once(w.path)
-                .chain(w.alt_paths.iter().copied())
-                .map(move |p| (p, w))
-        })
         .collect()
 }
 
@@ -461,10 +574,22 @@ mod tests {
     }
 
     #[test]
-    fn every_handler_has_exactly_one_registration() {
+    fn webhooks_sharing_a_path_share_its_handler() {
         for w in WEBHOOKS {
-            assert_eq!(w.handler.spec().name, w.name);
+            assert_eq!(w.handler.spec().handler, w.handler);
+            for other in WEBHOOKS.iter().filter(|o| o.path == w.path) {
+                assert_eq!(other.handler, w.handler, "{} and {}", w.name, other.name);
+            }
         }
+        let paths: Vec<_> = routes(&FeatureGates::default(), Served::ALL)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(
+            paths.iter().filter(|p| **p == "/validate-pod").count(),
+            1,
+            "one route per path"
+        );
     }
 
     /// A request for `resource` (core group) with `operation` and neither object nor old object.

@@ -64,6 +64,23 @@ pub fn matches(selector: &LabelSelector, labels: &(impl Labels + ?Sized)) -> boo
         })
 }
 
+/// A selector Kruise cannot evaluate (`util.ValidatedLabelSelectorAsSelector`): only the operators are checked,
+/// so `In` without values matches nothing and `Exists` with values matches on the key, as [`matches`] reads
+/// them. SidecarSet injection fails the request with this text (spec/sidecarset.md §4.3 step 3.2, §4.4), a
+/// namespaceSelector with it is no match; the PUB gate answers 400 with it for an `ignoredPodSelector`.
+pub fn validated_error(sel: &LabelSelector) -> Option<String> {
+    sel.match_expressions
+        .iter()
+        .flatten()
+        .find(|e| {
+            !matches!(
+                e.operator.as_str(),
+                "In" | "NotIn" | "Exists" | "DoesNotExist"
+            )
+        })
+        .map(|e| format!("{:?} is not a valid pod selector operator", e.operator))
+}
+
 /// Whether `labels` carries every one of `wanted` (equality-based selection, as a label query string asks).
 pub fn has_labels(
     labels: Option<&BTreeMap<String, String>>,

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::api::podunavailablebudget::PodUnavailableBudget;
 use crate::json::patch::Op;
 
 /// A policy refusal: `allowed: false` with this status code, reason and message.
@@ -35,11 +36,103 @@ pub enum Decision {
     Deny(Denial),
 }
 
-/// Something the server must do because of this admission (metrics, audit log), outside the pure function.
+/// Something the server must do because of this admission (metrics, audit log, events), outside the pure
+/// function.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SideEffect {
     /// A deletion was refused by deletion protection (spec/deletion-protection.md §7).
     DeletionProtected(ProtectionRecord),
+    /// A disruption was refused by a PodUnavailableBudget (spec/podunavailablebudget.md §7.5).
+    BudgetDenied(BudgetDenialRecord),
+}
+
+/// One disruption refused by a PodUnavailableBudget: the counter, the audit line and the pod's event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetDenialRecord {
+    /// `pod_unavailable_budget{kind_namespace_name}`: `<ownerKind>_<namespace>_<ownerName>`.
+    pub kind_namespace_name: String,
+    /// `request.userInfo.username`.
+    pub username: String,
+    /// The pod's controller kind (`unknown` without one).
+    pub owner_kind: String,
+    /// The controller's name (the pod's name without one).
+    pub owner_name: String,
+    /// The pod's namespace (`default` when empty).
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The pod's uid, for the event's object reference.
+    pub pod_uid: Option<String>,
+    /// The request is a dry run: the event, an API write, is not recorded (`sideEffects: NoneOnDryRun`).
+    pub dry_run: bool,
+}
+
+impl BudgetDenialRecord {
+    /// The Warning event's reason on the pod.
+    pub const EVENT_REASON: &'static str = "PubPreventPodDeletion";
+    /// The Warning event's message (the same for every operation, as OpenKruise).
+    pub const EVENT_MESSAGE: &'static str = "openkruise pub prevents pod deletion";
+
+    /// The audit log line, keys in OpenKruise's order (the key `UserAgent` carries the username).
+    pub fn audit_line(&self) -> String {
+        audit_line(
+            "PodUnavailableBudget",
+            &self.owner_kind,
+            &self.namespace,
+            &self.owner_name,
+            &self.username,
+        )
+    }
+}
+
+/// `{"Event":..,"Kind":..,"Namespace":..,"Name":..,"UserAgent":..}`, as OpenKruise's protection log writes.
+fn audit_line(event: &str, kind: &str, namespace: &str, name: &str, username: &str) -> String {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "PascalCase")]
+    struct Line<'a> {
+        event: &'a str,
+        kind: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+        user_agent: &'a str,
+    }
+    let line = Line {
+        event,
+        kind,
+        namespace,
+        name,
+        user_agent: username,
+    };
+    serde_json::to_string(&line).unwrap_or_default()
+}
+
+/// A status write the server must commit against the API server before the answer stands (STYLE §2).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatusIntent {
+    /// Spend budget of a PodUnavailableBudget (spec/podunavailablebudget.md §7.3 step 8).
+    BudgetSpend(BudgetSpend),
+}
+
+/// A PodUnavailableBudget as it must be written: `budget` is the object the decision read (its
+/// resourceVersion is the write's precondition) with the new status in place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetSpend {
+    /// The PUB to write with `PUT .../status`.
+    pub budget: PodUnavailableBudget,
+    /// The pod whose disruption is recorded.
+    pub pod: String,
+    /// The operation recorded (`DELETE`, `UPDATE`, `EVICT`, `RESIZE`).
+    pub operation: &'static str,
+}
+
+impl BudgetSpend {
+    /// `<namespace>/<name>` of the PUB.
+    pub fn key(&self) -> (String, String) {
+        (
+            self.budget.metadata.namespace.clone().unwrap_or_default(),
+            self.budget.metadata.name.clone().unwrap_or_default(),
+        )
+    }
 }
 
 /// Which deletion-protection counter a refusal increments.
@@ -73,23 +166,13 @@ pub struct ProtectionRecord {
 impl ProtectionRecord {
     /// The audit log line, keys in OpenKruise's order (the key `UserAgent` carries the username).
     pub fn audit_line(&self) -> String {
-        #[derive(serde::Serialize)]
-        #[serde(rename_all = "PascalCase")]
-        struct Line<'a> {
-            event: &'a str,
-            kind: &'a str,
-            namespace: &'a str,
-            name: &'a str,
-            user_agent: &'a str,
-        }
-        let line = Line {
-            event: "DeletionProtection",
-            kind: &self.kind,
-            namespace: &self.namespace,
-            name: &self.name,
-            user_agent: &self.username,
-        };
-        serde_json::to_string(&line).unwrap_or_default()
+        audit_line(
+            "DeletionProtection",
+            &self.kind,
+            &self.namespace,
+            &self.name,
+            &self.username,
+        )
     }
 }
 
@@ -106,8 +189,11 @@ pub struct Verdict {
     pub warnings: Vec<String>,
     /// Audit annotations recorded by the apiserver.
     pub audit_annotations: BTreeMap<String, String>,
-    /// Work the server does after the decision (metrics, audit log).
+    /// Work the server does after the decision (metrics, audit log, events).
     pub side_effects: Vec<SideEffect>,
+    /// Status writes the answer depends on: the server commits them first, and an allow stands only once
+    /// they are written (empty for most webhooks).
+    pub intents: Vec<StatusIntent>,
 }
 
 impl Verdict {
@@ -120,6 +206,7 @@ impl Verdict {
             warnings: Vec::new(),
             audit_annotations: BTreeMap::new(),
             side_effects: Vec::new(),
+            intents: Vec::new(),
         }
     }
 

@@ -67,6 +67,22 @@ pub struct SlimPod {
     pub status: Option<SlimPodStatus>,
 }
 
+impl SlimPod {
+    /// Kubernetes' `IsRunningAndReady`: phase `Running`, condition `Ready=True`, not being deleted.
+    pub fn is_running_and_ready(&self) -> bool {
+        let Some(status) = &self.status else {
+            return false;
+        };
+        status.phase.as_deref() == Some("Running")
+            && status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+            && self.metadata.deletion_timestamp.is_none()
+    }
+}
+
 /// `spec`, as far as it is read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

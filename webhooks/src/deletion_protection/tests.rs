@@ -60,7 +60,9 @@ fn cascading_workload_is_refused_only_with_replicas() {
 #[test]
 fn refusal_records_metric_and_audit_line() {
     let v = decide(Handler::Deployment, &deployment(Some(ALWAYS), None));
-    let SideEffect::DeletionProtected(r) = &v.side_effects[0];
+    let SideEffect::DeletionProtected(r) = &v.side_effects[0] else {
+        panic!("a deletion-protection record: {:?}", v.side_effects)
+    };
     assert_eq!(r.metric, ProtectionMetric::Workload);
     assert_eq!(r.metric_name, "Deployment_default_d");
     assert_eq!(
@@ -243,7 +245,9 @@ status: {phase: Bound}
         v.denial().unwrap().message,
         "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and \"Bound\" status pvc 1>0"
     );
-    let SideEffect::DeletionProtected(r) = &v.side_effects[0];
+    let SideEffect::DeletionProtected(r) = &v.side_effects[0] else {
+        panic!("a deletion-protection record: {:?}", v.side_effects)
+    };
     assert_eq!(
         (r.metric, r.namespace.as_str(), r.metric_name.as_str()),
         (ProtectionMetric::Namespace, "", "ns")

@@ -68,17 +68,7 @@ pub fn is_active(pod: &SlimPod) -> bool {
 
 /// Ready in the PUB sense: Running, condition Ready True, no deletionTimestamp, no unavailable label.
 pub fn is_ready(pod: &SlimPod) -> bool {
-    let Some(status) = &pod.status else {
-        return false;
-    };
-    status.phase.as_deref() == Some("Running")
-        && status
-            .conditions
-            .iter()
-            .flatten()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
-        && pod.metadata.deletion_timestamp.is_none()
-        && !has_unavailable_label(pod)
+    pod.is_running_and_ready() && !has_unavailable_label(pod)
 }
 
 /// The repository and digest of an image reference `repo@sha256:...`, if it is one.

@@ -230,22 +230,7 @@ impl SidecarSetIndex {
     }
 }
 
-/// A selector Kruise cannot evaluate (`util.ValidatedLabelSelectorAsSelector`): only the operators are checked,
-/// so `In` without values matches nothing and `Exists` with values matches on the key, as [`selector::matches`]
-/// reads them. Injection fails the request with this text (§4.3 step 3.2, §4.4), a namespaceSelector with it
-/// is no match, the controller reports it.
-pub fn selector_error(sel: &LabelSelector) -> Option<String> {
-    sel.match_expressions
-        .iter()
-        .flatten()
-        .find(|e| {
-            !matches!(
-                e.operator.as_str(),
-                "In" | "NotIn" | "Exists" | "DoesNotExist"
-            )
-        })
-        .map(|e| format!("{:?} is not a valid pod selector operator", e.operator))
-}
+pub use crate::selector::validated_error as selector_error;
 
 fn is_empty_selector(sel: &LabelSelector) -> bool {
     sel.match_labels.as_ref().is_none_or(|m| m.is_empty())

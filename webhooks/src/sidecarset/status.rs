@@ -312,20 +312,6 @@ pub fn is_pod_state_consistent(
         )
 }
 
-/// `util.IsRunningAndReady`: phase `Running`, condition `Ready=True`, not being deleted.
-fn is_running_and_ready(pod: &SlimPod) -> bool {
-    let Some(status) = &pod.status else {
-        return false;
-    };
-    status.phase.as_deref() == Some("Running")
-        && status
-            .conditions
-            .iter()
-            .flatten()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
-        && pod.metadata.deletion_timestamp.is_none()
-}
-
 /// `IsPodReady` of the SidecarSet control: running and ready, and every hot-upgrade empty copy uses its
 /// `hotUpgradeEmptyImage` (when one is set).
 pub fn is_pod_ready(pod: &SlimPod, set: &SidecarSet) -> bool {
@@ -340,7 +326,7 @@ pub fn is_pod_ready(pod: &SlimPod, set: &SidecarSet) -> bool {
             Some(empty) if !empty.is_empty() => c.image.as_deref() == Some(*empty),
             _ => true,
         });
-    empty_ok && is_running_and_ready(pod)
+    empty_ok && pod.is_running_and_ready()
 }
 
 /// The pod's `kruise.io/sidecarset-hash` entries: the current shape, else the legacy name-to-hash map; an

@@ -1,0 +1,406 @@
+//! An in-process stand-in for the kube-apiserver, as a `tower` service behind real `kube::Client`s: every
+//! client made by [`StandIn::client`] talks to the same objects, so several server instances (replicas) can
+//! share one cluster.
+//!
+//! It holds JSON objects by collection and serves what the server's caches and the PUB gate use: LIST
+//! (whole), WATCH (the events since the requested resourceVersion, then live ones), GET of one object,
+//! `PUT .../status` with optimistic concurrency (a resourceVersion that is not the stored one is a 409 with
+//! the API server's text), and POST of events (counted). Faults can be injected into status writes: a share
+//! of them failing with 500, or the next few answering 409 after a concurrent write of its own.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::channel::mpsc;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Value, json};
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// Collections served: (path of all objects, namespaced path segment, list kind).
+const COLLECTIONS: &[(&str, &str, &str)] = &[
+    ("/api/v1/namespaces", "", "NamespaceList"),
+    ("/api/v1/pods", "pods", "PodList"),
+    (
+        "/api/v1/persistentvolumeclaims",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaimList",
+    ),
+    (
+        "/apis/policy.kruise.io/v1beta1/podunavailablebudgets",
+        "podunavailablebudgets",
+        "PodUnavailableBudgetList",
+    ),
+];
+
+/// A status write as the stand-in saw it.
+#[derive(Debug, Clone)]
+pub struct StatusWrite {
+    /// `namespace/name`.
+    pub object: String,
+    /// The resourceVersion the write carried.
+    pub resource_version: String,
+    /// The HTTP status answered.
+    pub code: u16,
+}
+
+#[derive(Default)]
+struct State {
+    resource_version: u64,
+    /// Collection path to (namespace, name) to object.
+    objects: BTreeMap<&'static str, BTreeMap<(String, String), Value>>,
+    /// Every event, for watches resuming from an older resourceVersion.
+    events: Vec<(&'static str, u64, Bytes)>,
+    watchers: Vec<(&'static str, mpsc::UnboundedSender<Bytes>)>,
+    status_writes: Vec<StatusWrite>,
+    events_posted: Vec<Value>,
+    /// Share of status writes answered 500 (0 to 1), drawn from `draws`.
+    failure_rate: f64,
+    draws: u64,
+    /// Status writes still to be refused with 409 (after bumping the object's resourceVersion, as a
+    /// concurrent writer would).
+    conflicts: usize,
+    /// Requests the stand-in does not serve.
+    unexpected: Vec<String>,
+}
+
+/// The stand-in API server.
+#[derive(Clone, Default)]
+pub struct StandIn {
+    state: Arc<Mutex<State>>,
+}
+
+fn respond(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(body.into()).boxed_unsync())
+        .expect("a valid response")
+}
+
+fn failure(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code.as_u16()});
+    respond(code, body.to_string())
+}
+
+fn query<'a>(uri: &'a http::Uri, key: &str) -> Option<&'a str> {
+    uri.query()?
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v)
+}
+
+/// Where a request path points: the collection, and within it namespace, name and subresource.
+type Target = (&'static str, Option<String>, Option<String>, Option<String>);
+
+/// The collection of a request path.
+fn route(path: &str) -> Option<Target> {
+    for (all, segment, _) in COLLECTIONS {
+        if path == *all {
+            return Some((all, None, None, None));
+        }
+        if segment.is_empty() {
+            continue;
+        }
+        // /api/v1/namespaces/<ns>/pods[/<name>[/<sub>]] and the same under /apis/<group>/<version>.
+        let base = all.rsplit_once('/').map(|(b, _)| b).unwrap_or("");
+        let Some(rest) = path.strip_prefix(&format!("{base}/namespaces/")) else {
+            continue;
+        };
+        let mut parts = rest.split('/');
+        let (Some(ns), Some(seg)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        if seg != *segment {
+            continue;
+        }
+        let name = parts.next().map(str::to_owned);
+        let sub = parts.next().map(str::to_owned);
+        return Some((all, Some(ns.to_owned()), name, sub));
+    }
+    None
+}
+
+impl StandIn {
+    /// An empty cluster.
+    pub fn new() -> Self {
+        let stand_in = Self::default();
+        stand_in.lock().resource_version = 100;
+        stand_in
+    }
+
+    /// A client of this stand-in (any number of them share its objects).
+    pub fn client(&self) -> kube::Client {
+        let stand_in = self.clone();
+        let service = tower::service_fn(move |request: Request<kube::client::Body>| {
+            let stand_in = stand_in.clone();
+            async move { Ok::<_, Infallible>(stand_in.handle(request).await) }
+        });
+        kube::Client::new(service, "default")
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn collection_of(object: &Value) -> &'static str {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        match kind {
+            "Namespace" => COLLECTIONS[0].0,
+            "Pod" => COLLECTIONS[1].0,
+            "PersistentVolumeClaim" => COLLECTIONS[2].0,
+            "PodUnavailableBudget" => COLLECTIONS[3].0,
+            other => panic!("the stand-in does not serve {other}"),
+        }
+    }
+
+    fn key(object: &Value) -> (String, String) {
+        (
+            object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    }
+
+    /// Stores `object` (with a fresh resourceVersion) and tells the watchers.
+    pub fn put(&self, mut object: Value) {
+        let mut state = self.lock();
+        let collection = Self::collection_of(&object);
+        Self::store(&mut state, collection, &mut object, "ADDED");
+    }
+
+    fn store(state: &mut State, collection: &'static str, object: &mut Value, event: &str) {
+        state.resource_version += 1;
+        let rv = state.resource_version;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let key = Self::key(object);
+        let exists = state
+            .objects
+            .get(collection)
+            .is_some_and(|c| c.contains_key(&key));
+        let event = if exists && event == "ADDED" {
+            "MODIFIED"
+        } else {
+            event
+        };
+        state
+            .objects
+            .entry(collection)
+            .or_default()
+            .insert(key, object.clone());
+        let line = Bytes::from(format!(r#"{{"type":"{event}","object":{object}}}"#) + "\n");
+        state.events.push((collection, rv, line.clone()));
+        state
+            .watchers
+            .retain(|(c, tx)| *c != collection || tx.unbounded_send(line.clone()).is_ok());
+    }
+
+    /// The stored object.
+    pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<Value> {
+        let collection = Self::collection_of(&json!({"kind": kind}));
+        self.lock()
+            .objects
+            .get(collection)?
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    /// Answers this share (0 to 1) of the coming status writes with 500.
+    pub fn fail_status_writes(&self, rate: f64) {
+        self.lock().failure_rate = rate;
+    }
+
+    /// Refuses the next `n` status writes with 409, each after a write of its own (the resourceVersion
+    /// moves, the content stays), as when another replica or the controller wrote in between.
+    pub fn conflict_next_status_writes(&self, n: usize) {
+        self.lock().conflicts = n;
+    }
+
+    /// Every status write seen.
+    pub fn status_writes(&self) -> Vec<StatusWrite> {
+        self.lock().status_writes.clone()
+    }
+
+    /// Every event posted.
+    pub fn events(&self) -> Vec<Value> {
+        self.lock().events_posted.clone()
+    }
+
+    /// Requests the stand-in does not serve.
+    pub fn unexpected(&self) -> Vec<String> {
+        self.lock().unexpected.clone()
+    }
+
+    async fn handle(&self, request: Request<kube::client::Body>) -> Response<Body> {
+        let (parts, body) = request.into_parts();
+        let path = parts.uri.path().to_owned();
+        let body = body.collect_bytes().await.unwrap_or_default();
+        if parts.method == Method::POST && path.ends_with("/events") {
+            let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            self.lock().events_posted.push(event.clone());
+            return respond(StatusCode::CREATED, event.to_string());
+        }
+        let Some((collection, namespace, name, sub)) = route(&path) else {
+            return self.unknown(&parts.method, &parts.uri);
+        };
+        match (&parts.method, name, sub.as_deref()) {
+            (&Method::GET, None, None) if query(&parts.uri, "watch") == Some("true") => {
+                self.watch(collection, &parts.uri)
+            }
+            (&Method::GET, None, None) => self.list(collection, namespace.as_deref()),
+            (&Method::GET, Some(name), None) => {
+                let state = self.lock();
+                let key = (namespace.unwrap_or_default(), name.clone());
+                match state.objects.get(collection).and_then(|c| c.get(&key)) {
+                    Some(object) => respond(StatusCode::OK, object.to_string()),
+                    None => failure(
+                        StatusCode::NOT_FOUND,
+                        "NotFound",
+                        &format!("{name:?} not found"),
+                    ),
+                }
+            }
+            (&Method::PUT, Some(name), Some("status")) => {
+                self.replace_status(collection, namespace.unwrap_or_default(), name, &body)
+            }
+            _ => self.unknown(&parts.method, &parts.uri),
+        }
+    }
+
+    fn unknown(&self, method: &Method, uri: &http::Uri) -> Response<Body> {
+        self.lock().unexpected.push(format!("{method} {uri}"));
+        failure(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "not served by the stand-in",
+        )
+    }
+
+    fn list(&self, collection: &'static str, namespace: Option<&str>) -> Response<Body> {
+        let state = self.lock();
+        let list_kind = COLLECTIONS
+            .iter()
+            .find(|(c, ..)| *c == collection)
+            .map(|(.., k)| *k)
+            .unwrap_or("List");
+        let items: Vec<&Value> = state
+            .objects
+            .get(collection)
+            .into_iter()
+            .flat_map(|c| c.iter())
+            .filter(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
+            .map(|(_, v)| v)
+            .collect();
+        let list = json!({"kind": list_kind, "apiVersion": "v1",
+            "metadata": {"resourceVersion": state.resource_version.to_string()}, "items": items});
+        respond(StatusCode::OK, list.to_string())
+    }
+
+    fn watch(&self, collection: &'static str, uri: &http::Uri) -> Response<Body> {
+        let from: u64 = query(uri, "resourceVersion")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let (tx, rx) = mpsc::unbounded();
+        let mut state = self.lock();
+        for (c, rv, line) in &state.events {
+            if *c == collection && *rv > from {
+                let _ = tx.unbounded_send(line.clone());
+            }
+        }
+        state.watchers.push((collection, tx));
+        let body = StreamBody::new(rx.map(|line| Ok::<_, Infallible>(Frame::data(line))));
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body.boxed_unsync())
+            .expect("a valid response")
+    }
+
+    fn replace_status(
+        &self,
+        collection: &'static str,
+        namespace: String,
+        name: String,
+        body: &[u8],
+    ) -> Response<Body> {
+        let mut state = self.lock();
+        let object = format!("{namespace}/{name}");
+        let Ok(sent) = serde_json::from_slice::<Value>(body) else {
+            return failure(StatusCode::BAD_REQUEST, "BadRequest", "not JSON");
+        };
+        let sent_rv = sent["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let record = |state: &mut State, code: u16| {
+            state.status_writes.push(StatusWrite {
+                object: object.clone(),
+                resource_version: sent_rv.clone(),
+                code,
+            });
+        };
+        let key = (namespace, name.clone());
+        let Some(mut stored) = state
+            .objects
+            .get(collection)
+            .and_then(|c| c.get(&key))
+            .cloned()
+        else {
+            record(&mut state, 404);
+            return failure(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                &format!("podunavailablebudgets.policy.kruise.io {name:?} not found"),
+            );
+        };
+        let conflict_text = format!(
+            "Operation cannot be fulfilled on podunavailablebudgets.policy.kruise.io {name:?}: the object has been modified; please apply your changes to the latest version and try again"
+        );
+        if state.conflicts > 0 {
+            state.conflicts -= 1;
+            // Someone else wrote: same content, a new resourceVersion.
+            Self::store(&mut state, collection, &mut stored, "MODIFIED");
+            record(&mut state, 409);
+            return failure(StatusCode::CONFLICT, "Conflict", &conflict_text);
+        }
+        if stored["metadata"]["resourceVersion"].as_str() != Some(sent_rv.as_str()) {
+            record(&mut state, 409);
+            return failure(StatusCode::CONFLICT, "Conflict", &conflict_text);
+        }
+        if state.failure_rate > 0.0 {
+            // A fixed sequence of draws (splitmix64), so a run can be repeated.
+            state.draws = state.draws.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state.draws;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            let draw = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
+            if draw < state.failure_rate {
+                record(&mut state, 500);
+                return failure(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalError",
+                    "etcdserver: request timed out",
+                );
+            }
+        }
+        stored["status"] = sent["status"].clone();
+        Self::store(&mut state, collection, &mut stored, "MODIFIED");
+        record(&mut state, 200);
+        respond(StatusCode::OK, stored.to_string())
+    }
+}
