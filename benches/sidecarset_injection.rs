@@ -112,6 +112,7 @@ fn bench(c: &mut Criterion) {
         now: "2026-11-21T10:00:00Z",
         random: 0.5,
         kruise_namespace: "kruise-system",
+        workload: None,
     };
     let req = request();
     let small = cluster(0);

@@ -39,6 +39,7 @@ use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, Whit
 use kruise_webhooks::verdict::BudgetDenialRecord;
 use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
 
+use crate::workload::{ServedKinds, WorkloadStores, Workloads};
 use shared::{Change, Shared};
 
 /// How long the live custom-resource count may take before it counts as a list error.
@@ -129,6 +130,7 @@ pub struct LiveStores {
     claims: Shared<PersistentVolumeClaim>,
     sidecars: Option<SidecarSetCache>,
     budgets: Option<Shared<PodUnavailableBudget>>,
+    workloads: Option<Workloads>,
     /// The PUBs this replica wrote (or read fresh after a conflict), until the informer has them: a spend
     /// decides on the newest copy, so one replica never conflicts with itself.
     budget_copies: Mutex<HashMap<BudgetKey, Arc<PodUnavailableBudget>>>,
@@ -179,12 +181,30 @@ impl LiveCache {
     /// webhook is served, PodUnavailableBudgets with `budgets`); [`Cluster::synced`] turns true once every
     /// store has its first list.
     pub fn start(client: Client, sidecar_sets_in: Option<&str>, budgets: bool) -> Self {
+        Self::start_with(client, sidecar_sets_in, budgets, None)
+    }
+
+    /// [`LiveCache::start`], and with `workloads` the workloads PUBs protect (spec/podunavailablebudget.md
+    /// §4.3: which optional kinds are served, and the namespace of the Kruise configuration).
+    pub fn start_with(
+        client: Client,
+        sidecar_sets_in: Option<&str>,
+        budgets: bool,
+        workloads: Option<(ServedKinds, &str)>,
+    ) -> Self {
         let cache = Self(Arc::new(LiveStores {
             namespaces: watch_all(&client, shared::whole_lists()),
             pods: watch_all(&client, shared::paged_lists()),
             claims: watch_all(&client, shared::paged_lists()),
             sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
             budgets: budgets.then(|| watch_all(&client, shared::whole_lists())),
+            workloads: workloads.map(|(served, kruise_namespace)| {
+                Workloads::new(
+                    WorkloadStores::start(&client, served),
+                    client.clone(),
+                    kruise_namespace,
+                )
+            }),
             budget_copies: Mutex::default(),
             budget_locks: Mutex::default(),
             budget_events: Recorder::new(
@@ -204,6 +224,7 @@ impl LiveCache {
             cache.budgets.as_ref().map(|b| b.store().clone()),
             cache.synced.clone(),
         );
+        let workloads = cache.workloads.as_ref().map(|w| w.stores().ready());
         tokio::spawn(async move {
             let _ = futures::join!(
                 ns.wait_until_ready(),
@@ -212,6 +233,11 @@ impl LiveCache {
                 async {
                     if let Some(budgets) = budgets {
                         let _ = budgets.wait_until_ready().await;
+                    }
+                },
+                async {
+                    if let Some(workloads) = workloads {
+                        workloads.await;
                     }
                 }
             );
@@ -234,6 +260,11 @@ impl LiveCache {
     /// The PodUnavailableBudgets, when watched (a PUB gate is on and the CRD is served).
     pub fn budget_store(&self) -> Option<&Shared<PodUnavailableBudget>> {
         self.budgets.as_ref()
+    }
+
+    /// The workloads PUBs protect (their stores, and the API for other kinds), when PUBs are watched.
+    pub fn workloads(&self) -> Option<&Workloads> {
+        self.workloads.as_ref()
     }
 
     /// The client the caches watch with (status commits, events).

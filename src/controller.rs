@@ -1,13 +1,15 @@
 //! The leader-elected controllers behind the webhooks (spec/webhook-server.md §9): every replica serves
 //! admission, certificates and readiness; only the replica holding the Lease `kruise-system/kruise-manager`
-//! ([`leader`]) runs the controllers, today the SidecarSet controller ([`sidecarset`]). Every controller
-//! runs on [`runtime`]: kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
+//! ([`leader`]) runs the controllers: the SidecarSet controller ([`sidecarset`]) and the
+//! PodUnavailableBudget status controller ([`podunavailablebudget`]). Every controller runs on [`runtime`]:
+//! kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
 //! and [`crate::Server::shutdown`] stops them. Standalone mode (`--objects`, standalone certificates) runs
 //! no controller and takes no Lease: there is no cluster to write to.
 
 pub mod leader;
+pub mod podunavailablebudget;
 pub mod runtime;
 pub mod sidecarset;
 
@@ -19,19 +21,25 @@ use kruise_webhooks::registry::Served;
 use crate::cache::{LiveCache, SidecarSetCache};
 use crate::config::ServeConfig;
 use crate::metrics::Metrics;
+use std::sync::Arc;
+
 use leader::LeaderElector;
+use podunavailablebudget::PodUnavailableBudgetController;
 use sidecarset::{Inputs, SidecarSetController};
 
 /// The leader election and the controllers it gates.
 pub struct Controllers {
     leader: LeaderElector,
     sidecar_sets: Option<runtime::Running>,
+    budgets: Option<runtime::Running>,
 }
 
 impl Controllers {
     /// Starts leader election (or constant leadership with `--enable-leader-election=false`) and the
     /// SidecarSet controller when the cluster serves SidecarSets. The SidecarSet caches of `cache` are reused
-    /// when the pod webhook started them; otherwise the controller starts its own.
+    /// when the pod webhook started them; otherwise the controller starts its own. The PodUnavailableBudget
+    /// status controller runs on the PUB and workload stores of `cache`, which exist when the CRD is served
+    /// at v1beta1 and a PUB gate is on (spec/podunavailablebudget.md §3).
     pub fn start(
         client: Client,
         cache: &LiveCache,
@@ -69,9 +77,27 @@ impl Controllers {
                 runtime::Settings::default(),
             )
         });
+        let budgets = match (cache.budget_store(), cache.workloads()) {
+            (Some(budgets), Some(workloads)) => {
+                let inputs = podunavailablebudget::Inputs {
+                    budgets: budgets.clone(),
+                    pods: cache.pod_store().clone(),
+                    workloads: workloads.clone(),
+                };
+                Some(PodUnavailableBudgetController::start(
+                    podunavailablebudget::Context::new(client.clone(), config.gates.clone()),
+                    inputs,
+                    Arc::new(k8s_openapi::jiff::Timestamp::now),
+                    leader.is_leader(),
+                    runtime::Settings::default(),
+                ))
+            }
+            _ => None,
+        };
         Self {
             leader,
             sidecar_sets,
+            budgets,
         }
     }
 
@@ -83,6 +109,9 @@ impl Controllers {
     /// Stops the controllers, then the election (the Lease is left to expire).
     pub async fn shutdown(self) {
         if let Some(c) = self.sidecar_sets {
+            c.stop().await;
+        }
+        if let Some(c) = self.budgets {
             c.stop().await;
         }
         self.leader.stop().await;

@@ -7,11 +7,13 @@ pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod controller;
+pub mod events;
 pub mod metrics;
 pub mod review;
 pub mod server;
 pub mod status;
 pub mod telemetry;
+pub mod workload;
 
 pub use server::{AppState, Server, app, serve, start};
 

@@ -268,10 +268,17 @@ pub async fn start_with(
         let budgets = served.pod_unavailable_budgets
             && pod_webhook
             && kruise_webhooks::podunavailablebudget::enabled(&config.gates);
-        let cache = crate::cache::LiveCache::start(
+        // The workloads PUBs protect: CloneSets and Advanced StatefulSets only where served.
+        let workload_kinds = if budgets {
+            Some(crate::workload::ServedKinds::discover(&client).await)
+        } else {
+            None
+        };
+        let cache = crate::cache::LiveCache::start_with(
             client.clone(),
             (served.sidecar_sets && pod_webhook).then_some(config.namespace.as_str()),
             budgets,
+            workload_kinds.map(|kinds| (kinds, config.namespace.as_str())),
         );
         (Cluster::Live(cache), Some(client), served)
     };

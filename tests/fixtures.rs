@@ -451,3 +451,14 @@ async fn pod_unavailable_budget_gate_scenarios() {
     );
     run_all(cases).await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn pod_mutate_scenarios() {
+    let cases = cases("pod-mutate");
+    let missing = missing_scenarios(&cases, 40..=42);
+    assert!(
+        missing.is_empty(),
+        "every mutation scenario of spec/podunavailablebudget.md §12 (40-42) has a case; missing {missing:?}"
+    );
+    run_all(cases).await;
+}

@@ -131,7 +131,7 @@ where
     /// deleted); a relist of `other` reconciles every object.
     #[must_use]
     pub fn watches<O>(
-        mut self,
+        self,
         other: &Shared<O>,
         map: impl Fn(&O) -> Vec<ObjectRef<K>> + Send + Sync + 'static,
     ) -> Self
@@ -139,12 +139,31 @@ where
         O: Lookup + Clone + Send + Sync + 'static,
         O::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
     {
+        self.watches_changes(other, move |change| match change.object() {
+            Some(object) => map(object),
+            None => Vec::new(),
+        })
+    }
+
+    /// [`Triggers::watches`] with the change itself: `map` tells an update from a deletion, and sees a
+    /// relist (after which every object is reconciled whatever it names), so that it may keep what it
+    /// remembers of `other` (the last replicas seen, to trigger only when they change).
+    #[must_use]
+    pub fn watches_changes<O>(
+        mut self,
+        other: &Shared<O>,
+        map: impl Fn(&Change<O>) -> Vec<ObjectRef<K>> + Send + Sync + 'static,
+    ) -> Self
+    where
+        O: Lookup + Clone + Send + Sync + 'static,
+        O::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+    {
         let store = self.store.clone();
         let requests = other.changes().flat_map(move |change: Change<O>| {
-            let refs = match change.object() {
-                Some(object) => map(object),
-                None => all(&store),
-            };
+            let mut refs = map(&change);
+            if change.object().is_none() {
+                refs = all(&store);
+            }
             futures::stream::iter(refs)
         });
         self.requests.push(requests.boxed());

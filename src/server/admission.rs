@@ -87,11 +87,14 @@ pub async fn decide(
 ) -> Result<Verdict, WebhookError> {
     match spec.handler {
         Handler::PodMutate => {
+            // Only when a PUB of the namespace has a targetRef and the pod a controller (related-pub step).
+            let workload = crate::workload::top_workload(cluster, env.gates, req).await;
             let ctx = PodContext {
                 gates: env.gates,
                 now: &env.now,
                 random: env.random,
                 kruise_namespace: env.kruise_namespace,
+                workload: workload.as_ref(),
             };
             kruise_webhooks::pod::mutate(req, cluster, &ctx)
         }

@@ -3,22 +3,25 @@
 //! Entry point: [`mutate`]. The pod of the request ([`RawPod`]: container lists kept raw until read) is
 //! edited in place by each step; the answer is one RFC 6902 patch from the pod as received (namespace filled
 //! in first, so it never appears in the patch) to the result.
-//! Steps owned by later issues (WorkloadSpread, container launch priority, PUB related-pub, PersistentPodState,
-//! enhanced liveness, PodProbeMarker) are explicit no-ops here until they land.
+//! Steps owned by later issues (WorkloadSpread, container launch priority, PersistentPodState, enhanced
+//! liveness, PodProbeMarker) are explicit no-ops here until they land.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 use crate::admission::{AdmissionRequest, Operation};
+use crate::api::podunavailablebudget::{DEPRECATED_RELATED_PUB_ANNOTATION, RELATED_PUB_ANNOTATION};
 use crate::api::sidecarset::HASH_ANNOTATION;
 use crate::features::FeatureGates;
 use crate::json::rawpod::{RawPod, Section, elements_of, string_map};
 use crate::json::{self, string_value};
+use crate::podunavailablebudget::{self as pub_budget, related};
 use crate::selector::WithLabel;
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
+use crate::view::PodUnavailableBudgetView;
 use crate::{ClusterView, Verdict, WebhookError};
 
 /// The readiness gate condition Kruise workloads use.
@@ -36,6 +39,10 @@ pub struct PodContext<'a> {
     pub random: f64,
     /// The Kruise namespace (ControllerRevisions live there).
     pub kruise_namespace: &'a str,
+    /// The pod's top workload (its ReplicaSet's Deployment, else its controller) when it is known and a PUB
+    /// of the namespace has a `targetRef` ([`related::wants_workload`]); `None` otherwise (the related-pub
+    /// step then matches selectors only).
+    pub workload: Option<&'a related::WorkloadKey>,
 }
 
 /// Checks the shape the chain edits, as decoding into a Pod would (a failure is a 400). `metadata` and
@@ -225,6 +232,29 @@ fn sidecarset_step(
     Ok(())
 }
 
+/// Step 5: the PUB that guards the pod, named in `pub.kruise.io/related-pub` and its legacy twin
+/// `kruise.io/related-pub` (spec/podunavailablebudget.md §5, pod-mutating-misc.md §6), when either PUB gate
+/// is on.
+fn related_pub_step(
+    doc: &mut RawPod<'_>,
+    pod_labels: &BTreeMap<String, String>,
+    req: &AdmissionRequest,
+    view: &impl PodUnavailableBudgetView,
+    ctx: &PodContext<'_>,
+) {
+    if req.operation != Operation::Create || !pub_budget::enabled(ctx.gates) {
+        return;
+    }
+    let namespace = Some(doc.metadata_str("namespace"))
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default");
+    let budgets = view.pod_unavailable_budgets_in(namespace);
+    if let Some(name) = related::matching_budget(&budgets, pod_labels, ctx.workload) {
+        doc.set_annotation(RELATED_PUB_ANNOTATION, name.to_owned());
+        doc.set_annotation(DEPRECATED_RELATED_PUB_ANNOTATION, name.to_owned());
+    }
+}
+
 /// Runs the pod mutating chain on a CREATE (or UPDATE) of a pod.
 ///
 /// # Errors
@@ -232,7 +262,7 @@ fn sidecarset_step(
 /// fails, with the step's message, as OpenKruise answers.
 pub fn mutate(
     req: &AdmissionRequest,
-    view: &(impl ClusterView + SidecarSetView),
+    view: &(impl ClusterView + SidecarSetView + PodUnavailableBudgetView),
     ctx: &PodContext<'_>,
 ) -> Result<Verdict, WebhookError> {
     if !req.sub_resource.is_empty()
@@ -257,8 +287,10 @@ pub fn mutate(
     readiness_gate(&mut doc, req, ctx.gates); // 1
     // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
     sidecarset_step(&mut doc, &labels, req, view, ctx, &mut verdict)?; // 3
-    // 4: container launch priority, 5: PUB related-pub, 6: PersistentPodState, 7: enhanced liveness probe,
-    // 8: PodProbeMarker on serverless — owned by later issues; no-ops here.
+    // 4: container launch priority — owned by a later issue; no-op here.
+    related_pub_step(&mut doc, &labels, req, view, ctx); // 5
+    // 6: PersistentPodState, 7: enhanced liveness probe, 8: PodProbeMarker on serverless — owned by later
+    // issues; no-ops here.
     verdict.patch = doc.into_patch();
     Ok(verdict)
 }

@@ -6,12 +6,18 @@
 //! - [`gate`]: the admission gate of `/validate-pod` (§7): which requests are protected disruptions, and
 //!   the decision, whose spend comes back as a [`crate::verdict::StatusIntent`] the server commits;
 //!   [`update`]: which pod UPDATEs disrupt, and which of them are resizes (§7.2);
-//! - [`validate`]: the PUB validating webhook (§8): field rules, immutability, conflicts with other PUBs.
+//! - [`validate`]: the PUB validating webhook (§8): field rules, immutability, conflicts with other PUBs;
+//! - [`related`]: the PUB that guards a new pod or a workload (the related-pub step of `/mutate-pod`, §5,
+//!   and the status controller's workload triggers, §6.1);
+//! - [`status`]: the status controller's decisions (§6.2-6.5: pods, expected and desired counts, pruning,
+//!   the status to write).
 //!
 //! The protected operation set of a PUB (§4.4) and OpenKruise's texts are here, shared by all of them.
 
 pub mod gate;
 pub mod pod;
+pub mod related;
+pub mod status;
 pub mod update;
 pub mod validate;
 

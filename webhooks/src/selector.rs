@@ -91,10 +91,138 @@ pub fn has_labels(
         .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
 }
 
+/// Parses a selector in the text form of `labels.Parse` (a scale subresource's `status.selector`):
+/// comma-separated `key`, `!key`, `key=value`, `key==value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`.
+/// Keys and values are not validated. An empty text is the empty selector (matches everything).
+///
+/// # Errors
+/// A message naming what does not parse (`>` and `<` have no [`LabelSelector`] form).
+pub fn parse(text: &str) -> Result<LabelSelector, String> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+    let bad = |what: &str| format!("unable to parse requirement {what:?} of selector {text:?}");
+    let requirement = |key: &str, operator: &str, values: Vec<String>| LabelSelectorRequirement {
+        key: key.to_owned(),
+        operator: operator.to_owned(),
+        values: (!values.is_empty()).then_some(values),
+    };
+    let mut expressions = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        // A requirement ends at the first comma outside parentheses.
+        let mut depth = 0usize;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                c == ',' && depth == 0
+            })
+            .map_or(rest.len(), |(i, _)| i);
+        let part = rest[..end].trim();
+        rest = rest.get(end + 1..).unwrap_or("").trim_start();
+        if part.is_empty() {
+            return Err(bad(part));
+        }
+        if let Some(key) = part.strip_prefix('!') {
+            let key = key.trim();
+            if key.is_empty() || key.contains(char::is_whitespace) {
+                return Err(bad(part));
+            }
+            expressions.push(requirement(key, "DoesNotExist", Vec::new()));
+            continue;
+        }
+        if part.contains(['>', '<']) {
+            return Err(bad(part));
+        }
+        let (key, operator, value) = if let Some((k, v)) = part.split_once("!=") {
+            (k, "NotIn", v)
+        } else if let Some((k, v)) = part.split_once("==") {
+            (k, "In", v)
+        } else if let Some((k, v)) = part.split_once('=') {
+            (k, "In", v)
+        } else {
+            let mut words = part.splitn(2, char::is_whitespace);
+            let key = words.next().unwrap_or("");
+            let set = words.next().map(str::trim_start);
+            match set {
+                None => {
+                    expressions.push(requirement(key, "Exists", Vec::new()));
+                    continue;
+                }
+                Some(set) => {
+                    let (operator, list) = if let Some(l) = set.strip_prefix("notin") {
+                        ("NotIn", l)
+                    } else if let Some(l) = set.strip_prefix("in") {
+                        ("In", l)
+                    } else {
+                        return Err(bad(part));
+                    };
+                    let list = list
+                        .trim()
+                        .strip_prefix('(')
+                        .and_then(|l| l.strip_suffix(')'))
+                        .ok_or_else(|| bad(part))?;
+                    let values: Vec<String> = list
+                        .split(',')
+                        .map(|v| v.trim().to_owned())
+                        .filter(|v| !v.is_empty())
+                        .collect();
+                    if values.is_empty() {
+                        return Err(bad(part));
+                    }
+                    expressions.push(requirement(key, operator, values));
+                    continue;
+                }
+            }
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if key.is_empty()
+            || key.contains(char::is_whitespace)
+            || value.contains(char::is_whitespace)
+        {
+            return Err(bad(part));
+        }
+        expressions.push(requirement(key, operator, vec![value.to_owned()]));
+    }
+    Ok(LabelSelector {
+        match_labels: None,
+        match_expressions: (!expressions.is_empty()).then_some(expressions),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    #[test]
+    fn selector_text_parses_as_labels_parse_reads_it() {
+        let l = labels(&[("app", "web"), ("tier", "fe")]);
+        let sel = parse("app=web, tier in (fe, be),!canary,track!=beta,tier").unwrap();
+        assert!(matches(&sel, &l));
+        assert_eq!(sel.match_expressions.as_ref().map(Vec::len), Some(5));
+        assert!(!matches(&parse("app==db").unwrap(), &l));
+        assert!(!matches(&parse("tier notin (fe)").unwrap(), &l));
+        assert!(matches(&parse("").unwrap(), &l), "empty: everything");
+        assert!(matches(
+            &parse("empty=").unwrap(),
+            &labels(&[("empty", "")])
+        ));
+        for bad in [
+            "a>1",
+            "x in ()",
+            "x in a",
+            "a b c",
+            "app=web,,x",
+            "!",
+            "x y",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

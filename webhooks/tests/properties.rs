@@ -184,6 +184,7 @@ fn ctx(gates: &FeatureGates) -> PodContext<'_> {
         now: "2026-11-21T10:00:00Z",
         random: 0.5,
         kruise_namespace: "kruise-system",
+        workload: None,
     }
 }
 

@@ -14,6 +14,7 @@ fn ctx(gates: &FeatureGates) -> PodContext<'_> {
         now: NOW,
         random: 0.5,
         kruise_namespace: "kruise-system",
+        workload: None,
     }
 }
 
@@ -635,4 +636,69 @@ fn labels_are_read_from_their_text_as_a_pod_decodes_them() {
         let pod = format!(r#"{{"metadata": {bad}}}"#);
         assert!(serde_json::from_str::<Pod>(&pod).is_err(), "{pod}");
     }
+}
+
+const BUDGETS: &str = r#"
+apiVersion: policy.kruise.io/v1beta1
+kind: PodUnavailableBudget
+metadata: {name: pub-web, namespace: default}
+spec: {selector: {matchLabels: {app: web}}, maxUnavailable: 1}
+---
+apiVersion: policy.kruise.io/v1alpha1
+kind: PodUnavailableBudget
+metadata: {name: pub-t, namespace: default}
+spec: {targetRef: {apiVersion: apps/v1, kind: Deployment, name: api}, maxUnavailable: 1}
+"#;
+
+#[test]
+fn the_related_pub_is_stamped_with_both_keys_in_the_same_patch_as_sidecars() {
+    // spec/podunavailablebudget.md §12 scenario 40, with SidecarSets injecting too.
+    let gates = FeatureGates::default();
+    let view = cluster(&format!("{TWO_SETS}\n---\n{BUDGETS}"));
+    let req = request("CREATE", pod(json!({"app": "web"})), "");
+    let verdict = mutate(&req, &view, &ctx(&gates)).unwrap();
+    let out = apply(&req, &verdict);
+    assert_eq!(names(&out, "containers"), ["envoy", "app", "log-agent"]);
+    let annotations = &out["metadata"]["annotations"];
+    assert_eq!(annotations["pub.kruise.io/related-pub"], "pub-web");
+    assert_eq!(annotations["kruise.io/related-pub"], "pub-web");
+    assert_eq!(
+        annotations[inject::INJECTED_LIST_ANNOTATION],
+        "a-mesh,b-logging"
+    );
+}
+
+#[test]
+fn the_related_pub_follows_the_known_workload_and_the_gates() {
+    // Scenarios 41 and 42; a known workload that no targetRef names falls to no selector of pub-t.
+    let view = cluster(BUDGETS);
+    let req = request("CREATE", pod(json!({"app": "api"})), "");
+    let api = related::WorkloadKey {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        name: "api".into(),
+    };
+    let gates = FeatureGates::default();
+    let with = |workload, gates| {
+        let mut c = ctx(gates);
+        c.workload = workload;
+        let verdict = mutate(&req, &view, &c).unwrap();
+        apply(&req, &verdict)["metadata"]["annotations"]["pub.kruise.io/related-pub"].clone()
+    };
+    assert_eq!(with(Some(&api), &gates), "pub-t");
+    assert_eq!(with(None, &gates), Value::Null, "unknown workload");
+    let off = FeatureGates::parse(
+        "PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=false",
+    )
+    .unwrap();
+    assert_eq!(with(Some(&api), &off), Value::Null, "both gates off");
+    let update_only = FeatureGates::parse(
+        "PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=true",
+    )
+    .unwrap();
+    assert_eq!(with(Some(&api), &update_only), "pub-t");
+    // UPDATE is not stamped.
+    let update = request("UPDATE", pod(json!({"app": "web"})), "");
+    let verdict = mutate(&update, &view, &ctx(&gates)).unwrap();
+    assert!(verdict.patch.is_empty());
 }
