@@ -20,7 +20,6 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
@@ -137,7 +136,7 @@ pub struct LiveStores {
     /// One lock per PUB: the spends of one replica are written one at a time.
     budget_locks: Mutex<HashMap<BudgetKey, Arc<tokio::sync::Mutex<()>>>>,
     /// Events of the PUB gate (`pub-controller`, as OpenKruise's webhook records them).
-    budget_events: Recorder,
+    budget_events: crate::events::Recorder,
     synced: Arc<AtomicBool>,
 }
 
@@ -207,13 +206,7 @@ impl LiveCache {
             }),
             budget_copies: Mutex::default(),
             budget_locks: Mutex::default(),
-            budget_events: Recorder::new(
-                client.clone(),
-                Reporter {
-                    controller: "pub-controller".into(),
-                    instance: std::env::var("POD_NAME").ok(),
-                },
-            ),
+            budget_events: crate::events::Recorder::new(client.clone(), "pub-controller"),
             client,
             synced: Arc::new(AtomicBool::new(false)),
         }));
@@ -285,16 +278,14 @@ impl LiveCache {
             ..ObjectReference::default()
         };
         tokio::spawn(async move {
-            let event = Event {
-                type_: EventType::Warning,
-                reason: BudgetDenialRecord::EVENT_REASON.into(),
-                note: Some(BudgetDenialRecord::EVENT_MESSAGE.into()),
-                action: "Disrupt".into(),
-                secondary: None,
-            };
-            if let Err(e) = recorder.publish(&event, &reference).await {
-                tracing::warn!(pod = ?reference.name, error = %e, "recording the PodUnavailableBudget event failed");
-            }
+            recorder
+                .record(
+                    reference,
+                    crate::events::EventType::Warning,
+                    BudgetDenialRecord::EVENT_REASON,
+                    BudgetDenialRecord::EVENT_MESSAGE,
+                )
+                .await;
         });
     }
 

@@ -280,8 +280,10 @@ async fn a_delete_spends_the_budget_and_records_the_pod() {
     .expect("an event is recorded");
     assert_eq!(event["reason"], "PubPreventPodDeletion");
     assert_eq!(event["type"], "Warning");
-    assert_eq!(event["regarding"]["name"], "web-1");
-    assert_eq!(event["note"], "openkruise pub prevents pod deletion");
+    assert_eq!(event["involvedObject"]["name"], "web-1");
+    assert_eq!(event["involvedObject"]["kind"], "Pod");
+    assert_eq!(event["message"], "openkruise pub prevents pod deletion");
+    assert_eq!(event["source"]["component"], "pub-controller");
 }
 
 #[tokio::test]
