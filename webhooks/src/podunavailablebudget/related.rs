@@ -16,7 +16,7 @@ use crate::api::podunavailablebudget::{PodUnavailableBudget, TargetReference};
 use crate::de::nullable;
 use crate::json::RawJson;
 use crate::selector::{self, Labels};
-use crate::validation::meta::{is_empty_selector, selector_conversion_error};
+use crate::validation::meta::is_empty_selector;
 
 /// A workload by API group, kind and name: what a `targetRef` names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub fn controller_ref(pod: &RawJson) -> Option<OwnerReference> {
 
 /// The PUB that guards a new pod (§5 step 2): the first of `budgets` (name order) whose `targetRef` names the
 /// pod's top workload, when the PUB has a `targetRef` and the workload is known; otherwise whose selector,
-/// valid and not empty, matches the pod's labels. A PUB whose `targetRef` names another workload is not
+/// valid in Kruise's sense (its operators, `selector::validated_error`, spec §4.2) and not empty, matches the pod's labels. A PUB whose `targetRef` names another workload is not
 /// tried by its selector.
 pub fn matching_budget<'b>(
     budgets: &'b [Arc<PodUnavailableBudget>],
@@ -87,7 +87,7 @@ pub fn matching_budget<'b>(
             (Some(target), Some(workload)) => targets(target, workload),
             _ => budget.spec.selector.as_ref().is_some_and(|s| {
                 !is_empty_selector(s)
-                    && selector_conversion_error(s).is_none()
+                    && selector::validated_error(s).is_none()
                     && selector::matches(s, labels)
             }),
         })
@@ -107,7 +107,7 @@ pub fn budgets_for_workload<'b>(
         .filter(|budget| match &budget.spec.target_ref {
             Some(target) => targets(target, workload),
             None => budget.spec.selector.as_ref().is_some_and(|s| {
-                selector_conversion_error(s).is_none() && selector::matches(s, template_labels)
+                selector::validated_error(s).is_none() && selector::matches(s, template_labels)
             }),
         })
         .map(|b| &**b)
