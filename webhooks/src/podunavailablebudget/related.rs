@@ -74,8 +74,8 @@ pub fn controller_ref(pod: &RawJson) -> Option<OwnerReference> {
 
 /// The PUB that guards a new pod (§5 step 2): the first of `budgets` (name order) whose `targetRef` names the
 /// pod's top workload, when the PUB has a `targetRef` and the workload is known; otherwise whose selector,
-/// valid in Kruise's sense (its operators, `selector::validated_error`, spec §4.2) and not empty, matches the pod's labels. A PUB whose `targetRef` names another workload is not
-/// tried by its selector.
+/// valid in Kruise's sense (its operators, [`selector::validated_error`], spec §4.2) and not empty, matches
+/// the pod's labels. A PUB whose `targetRef` names another workload is not tried by its selector.
 pub fn matching_budget<'b>(
     budgets: &'b [Arc<PodUnavailableBudget>],
     labels: &BTreeMap<String, String>,
