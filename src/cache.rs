@@ -6,15 +6,16 @@
 //! never exists as full objects), every other kind without managedFields. The controllers are driven by the
 //! same stores ([`shared`]): one watch per kind for everything this replica does.
 
+pub mod budgets;
 pub mod shared;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::Mutex;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
@@ -39,6 +40,7 @@ use kruise_webhooks::verdict::BudgetDenialRecord;
 use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
 
 use crate::workload::{ServedKinds, WorkloadStores, Workloads};
+use budgets::BudgetCopies;
 use shared::{Change, Shared};
 
 /// How long the live custom-resource count may take before it counts as a list error.
@@ -130,22 +132,12 @@ pub struct LiveStores {
     sidecars: Option<SidecarSetCache>,
     budgets: Option<Shared<PodUnavailableBudget>>,
     workloads: Option<Workloads>,
-    /// The PUBs this replica wrote (or read fresh after a conflict), until the informer has them: a spend
-    /// decides on the newest copy, so one replica never conflicts with itself.
-    budget_copies: Mutex<HashMap<BudgetKey, Arc<PodUnavailableBudget>>>,
-    /// One lock per PUB: the spends of one replica are written one at a time.
-    budget_locks: Mutex<HashMap<BudgetKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// The PUBs this replica wrote or read fresh, and a lock per PUB: shared by the gate's spends and the
+    /// PUB status controller ([`budgets`]).
+    budget_copies: BudgetCopies,
     /// Events of the PUB gate (`pub-controller`, as OpenKruise's webhook records them).
     budget_events: crate::events::Recorder,
     synced: Arc<AtomicBool>,
-}
-
-/// A PUB's namespace and name.
-pub type BudgetKey = (String, String);
-
-/// A resourceVersion as the number the API server makes it (etcd's revision); `None` if it is not one.
-fn revision(budget: &PodUnavailableBudget) -> Option<u64> {
-    budget.metadata.resource_version.as_deref()?.parse().ok()
 }
 
 impl std::ops::Deref for LiveCache {
@@ -204,8 +196,7 @@ impl LiveCache {
                     kruise_namespace,
                 )
             }),
-            budget_copies: Mutex::default(),
-            budget_locks: Mutex::default(),
+            budget_copies: BudgetCopies::default(),
             budget_events: crate::events::Recorder::new(client.clone(), "pub-controller"),
             client,
             synced: Arc::new(AtomicBool::new(false)),
@@ -289,49 +280,20 @@ impl LiveCache {
         });
     }
 
-    /// The lock of one PUB's spends.
-    pub fn budget_lock(&self, key: &BudgetKey) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.budget_locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks.entry(key.clone()).or_default().clone()
+    /// The PUB copies and locks the gate and the PUB status controller share.
+    pub fn budget_copies(&self) -> &BudgetCopies {
+        &self.budget_copies
     }
 
-    /// Keeps a PUB this replica wrote or read from the API server, if it is newer than the copy kept.
-    pub fn remember_budget(&self, budget: PodUnavailableBudget) {
-        let key = (
-            budget.metadata.namespace.clone().unwrap_or_default(),
-            budget.metadata.name.clone().unwrap_or_default(),
-        );
-        let mut copies = self.budget_copies.lock().unwrap_or_else(|p| p.into_inner());
-        let newer = copies
-            .get(&key)
-            .is_none_or(|kept| revision(&budget) > revision(kept));
-        if newer {
-            copies.insert(key, Arc::new(budget));
-        }
-    }
-
-    /// The newest PUB this replica knows: the informer's, or the copy kept, whichever has the higher
-    /// resourceVersion. A copy the informer has caught up with is dropped.
+    /// The newest PUB this replica knows: the informer's, or the copy kept, whichever is newer.
     fn newest_budget(&self, namespace: &str, name: &str) -> Option<Arc<PodUnavailableBudget>> {
         let cached = self
             .budgets
             .as_ref()?
             .store()
             .get(&reflector::ObjectRef::new(name).within(namespace));
-        let mut copies = self.budget_copies.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (namespace.to_owned(), name.to_owned());
-        let Some(copy) = copies.get(&key) else {
-            return cached;
-        };
-        match &cached {
-            Some(informer) if revision(informer) >= revision(copy) => {
-                copies.remove(&key);
-                cached
-            }
-            // The informer has not caught up (or the object went away and the watch has not said so yet:
-            // the next write answers NotFound).
-            _ => Some(copy.clone()),
-        }
+        self.budget_copies
+            .newest(&(namespace.to_owned(), name.to_owned()), cached)
     }
 
     /// The SidecarSet and ControllerRevision caches, when started (the pod webhook is served).

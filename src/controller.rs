@@ -85,7 +85,11 @@ impl Controllers {
                     workloads: workloads.clone(),
                 };
                 Some(PodUnavailableBudgetController::start(
-                    podunavailablebudget::Context::new(client.clone(), config.gates.clone()),
+                    podunavailablebudget::Context::sharing(
+                        client.clone(),
+                        config.gates.clone(),
+                        cache.budget_copies().clone(),
+                    ),
                     inputs,
                     Arc::new(k8s_openapi::jiff::Timestamp::now),
                     leader.is_leader(),

@@ -70,7 +70,7 @@ pub async fn commit(
         return Ok(verdict);
     };
     let key = spend.key();
-    let lock = cache.budget_lock(&key);
+    let lock = cache.budget_copies().lock(&key);
     let _held = lock.lock().await;
     match tokio::time::timeout(COMMIT_TIMEOUT, spend_budget(cache, metrics, &key, decide)).await {
         Ok(result) => result,
@@ -105,7 +105,7 @@ async fn spend_budget(
             Ok(written) => {
                 metrics.record_budget_write("written");
                 tracing::debug!(budget = %format!("{}/{}", key.0, key.1), pod = %spend.pod, operation = spend.operation, attempt, "budget spent");
-                cache.remember_budget(written);
+                cache.budget_copies().remember(written);
                 verdict.intents.clear();
                 return Ok(verdict);
             }
@@ -126,7 +126,7 @@ async fn spend_budget(
         }
         tokio::time::sleep(backoff(attempt)).await;
         match api.get_opt(&key.1).await {
-            Ok(Some(fresh)) => cache.remember_budget(fresh),
+            Ok(Some(fresh)) => cache.budget_copies().remember(fresh),
             Ok(None) => return Ok(without_spend(verdict)),
             Err(e) => return Ok(unrecorded(key, &e.to_string())),
         }

@@ -24,7 +24,8 @@
 //!    status (an entry in `disruptedPods` / `unavailablePods`, one less `unavailableAllowed`): computing
 //!    from the very object the PUT carries the resourceVersion of is what keeps its entries; an entry it
 //!    added after our read makes our PUT conflict, and the retry sees it. A written status is kept as the
-//!    process-local copy; `NotDeleted` Warnings go to the pods whose disruption expired (after the write);
+//!    process-local copy, shared with the gate ([`crate::cache::budgets`]), and the status is computed and
+//!    written under the PUB's lock the gate's spends take on this replica, so the two never conflict here; `NotDeleted` Warnings go to the pods whose disruption expired (after the write);
 //! 5. it is reconciled again when its earliest kept entry expires (§6.4).
 //!
 //! Triggers (§6.1), on the [controller runtime](super::runtime) over the stores the webhooks read: a PUB
@@ -65,6 +66,7 @@ use kruise_webhooks::podunavailablebudget::related::{self, WorkloadKey, api_grou
 use kruise_webhooks::podunavailablebudget::status::{self, TargetWorkload};
 
 use super::runtime::{self, Reconciler, Running, Settings, Triggers};
+use crate::cache::budgets::BudgetCopies;
 use crate::cache::shared::{Change, Shared};
 use crate::events::{EventType, Recorder};
 use crate::workload::{
@@ -117,52 +119,42 @@ pub struct Context {
     client: Client,
     recorder: Recorder,
     gates: FeatureGates,
-    /// The status each PUB was last written with by this process (§6.5 step 3), by namespace and name.
-    written: Mutex<HashMap<(String, String), Arc<PodUnavailableBudget>>>,
-}
-
-/// The integer resourceVersion of an object (0 when absent or not a number).
-fn resource_version(budget: &PodUnavailableBudget) -> u64 {
-    budget
-        .metadata
-        .resource_version
-        .as_deref()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    /// The PUBs this process last wrote or read fresh (§6.5 step 3), and a lock per PUB: shared with the
+    /// admission gate's spends in a server ([`crate::cache::budgets`]).
+    copies: BudgetCopies,
 }
 
 impl Context {
     /// The context of a controller writing with `client`; `gates` gives `InPlaceWorkloadVerticalScaling`
     /// (the consistency check).
     pub fn new(client: Client, gates: FeatureGates) -> Self {
+        Self::sharing(client, gates, BudgetCopies::default())
+    }
+
+    /// The same, deciding on and writing under the PUB copies and locks of `copies` (the server's, shared
+    /// with the admission gate).
+    pub fn sharing(client: Client, gates: FeatureGates, copies: BudgetCopies) -> Self {
         Self {
             recorder: Recorder::new(client.clone(), COMPONENT),
             client,
             gates,
-            written: Mutex::default(),
+            copies,
         }
     }
 
-    fn written(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<PodUnavailableBudget>>> {
-        self.written.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The base to compute on: the newer of the informer copy and the last copy this process wrote.
+    /// The base to compute on: the newer of the informer copy and the last copy this process wrote or read.
     fn base(
         &self,
         cached: &Arc<PodUnavailableBudget>,
         key: &(String, String),
     ) -> Arc<PodUnavailableBudget> {
-        match self.written().get(key) {
-            Some(local) if resource_version(local) > resource_version(cached) => local.clone(),
-            _ => cached.clone(),
-        }
+        self.copies
+            .newest(key, Some(cached.clone()))
+            .unwrap_or_else(|| cached.clone())
     }
 
     fn forget(&self, key: &(String, String)) {
-        self.written().remove(key);
+        self.copies.forget(key);
     }
 
     async fn event_on_budget(
@@ -474,6 +466,10 @@ pub async fn reconcile(
     };
     let vertical_scaling = ctx.gates.enabled(IN_PLACE_WORKLOAD_VERTICAL_SCALING);
     let api: Api<PodUnavailableBudget> = Api::namespaced(ctx.client.clone(), namespace);
+    // The gate's spends of this PUB on this replica wait while the status is computed and written, so
+    // the base below is not overtaken by one of them.
+    let lock = ctx.copies.lock(&key);
+    let _held = lock.lock().await;
     let mut base = ctx.base(&cached, &key);
     for attempt in 1..=STATUS_ATTEMPTS {
         // Always from the object whose resourceVersion the PUT carries: entries the gate added stay.
@@ -502,7 +498,7 @@ pub async fn reconcile(
                     unavailable = computed.status.unavailable_pods.len(),
                     "updated PodUnavailableBudget status"
                 );
-                ctx.written().insert(key, Arc::new(written));
+                ctx.copies.remember(written);
                 done.status_written = true;
                 for pod_name in &computed.not_deleted {
                     let Some(pod) = pods
@@ -548,7 +544,10 @@ pub async fn reconcile(
                         source,
                     })?;
                 match fresh.filter(|b| b.metadata.deletion_timestamp.is_none()) {
-                    Some(fresh) => base = Arc::new(fresh),
+                    Some(fresh) => {
+                        ctx.copies.remember(fresh.clone());
+                        base = Arc::new(fresh);
+                    }
                     None => {
                         ctx.forget(&key);
                         return Ok(done);
