@@ -24,6 +24,7 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
@@ -31,6 +32,8 @@ use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::podunavailablebudget::PodUnavailableBudget;
 use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
+use kruise_webhooks::api::workloadspread::WorkloadSpread;
+use kruise_webhooks::conversion::convert_object;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
 use kruise_webhooks::sidecarset::prepared::PreparedSidecarSet;
@@ -38,6 +41,7 @@ use kruise_webhooks::sidecarset::select::SidecarSetIndex;
 use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
 use kruise_webhooks::verdict::BudgetDenialRecord;
 use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
+use kruise_webhooks::workloadspread::whitelist as ws_whitelist;
 
 use crate::workload::{ServedKinds, WorkloadStores, Workloads};
 use budgets::BudgetCopies;
@@ -45,6 +49,9 @@ use shared::{Change, Shared};
 
 /// How long the live custom-resource count may take before it counts as a list error.
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The version WorkloadSpreads are listed and validated at (the CRD's storage version).
+const WORKLOAD_SPREAD_API_VERSION: &str = "apps.kruise.io/v1beta1";
 
 /// Where cluster state comes from.
 #[derive(Clone)]
@@ -356,12 +363,24 @@ impl Cluster {
     /// (spec/sidecarset.md §8.1): a live GET in a cluster (SidecarSet writes are rare), the loaded objects
     /// standalone.
     pub async fn patch_metadata_whitelist(&self, namespace: &str) -> WhitelistSource {
-        let from_data = |data: Option<&BTreeMap<String, String>>| match data
-            .and_then(|d| d.get(WHITELIST_KEY))
-        {
-            Some(v) => WhitelistSource::Present(v.clone()),
-            None => WhitelistSource::Missing,
-        };
+        self.kruise_configuration(namespace, WHITELIST_KEY).await
+    }
+
+    /// The WorkloadSpread custom workload whitelist from ConfigMap `kruise-configuration` in our namespace
+    /// (spec/workloadspread.md §4.2), read as [`Cluster::patch_metadata_whitelist`] reads its key.
+    pub async fn workload_spread_whitelist(&self, namespace: &str) -> WhitelistSource {
+        self.kruise_configuration(namespace, ws_whitelist::WHITELIST_KEY)
+            .await
+    }
+
+    /// One key of ConfigMap `kruise-configuration` in `namespace`: a live GET in a cluster, the loaded
+    /// objects standalone.
+    async fn kruise_configuration(&self, namespace: &str, key: &str) -> WhitelistSource {
+        let from_data =
+            |data: Option<&BTreeMap<String, String>>| match data.and_then(|d| d.get(key)) {
+                Some(v) => WhitelistSource::Present(v.clone()),
+                None => WhitelistSource::Missing,
+            };
         match self {
             Self::Fixture(f) => {
                 let config_map = f.objects().iter().find(|o| {
@@ -390,6 +409,70 @@ impl Cluster {
                     Ok(Err(e)) => WhitelistSource::ReadError(e.to_string()),
                     Ok(Ok(None)) => WhitelistSource::Missing,
                     Ok(Ok(Some(cm))) => from_data(cm.data.as_ref()),
+                }
+            }
+        }
+    }
+
+    /// The WorkloadSpreads of `namespace` as v1beta1 (the WorkloadSpread validator's conflict check,
+    /// spec/workloadspread.md §7.1): a live LIST in a cluster (WorkloadSpread writes are rare, and no cache
+    /// of them is kept), the loaded objects standalone (v1alpha1 ones converted). A list error is returned as
+    /// text for the validator's message.
+    pub async fn workload_spreads_in(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<Arc<WorkloadSpread>>, String> {
+        let decode = |value: &serde_json::Value| -> Result<Arc<WorkloadSpread>, String> {
+            let hub = if value.get("apiVersion").and_then(serde_json::Value::as_str)
+                == Some(WORKLOAD_SPREAD_API_VERSION)
+            {
+                value.clone()
+            } else {
+                convert_object(value, WORKLOAD_SPREAD_API_VERSION).map_err(|e| e.to_string())?
+            };
+            WorkloadSpread::deserialize(&hub)
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        };
+        match self {
+            Self::Fixture(f) => f
+                .objects()
+                .iter()
+                .filter(|o| {
+                    o.get("kind").and_then(serde_json::Value::as_str) == Some("WorkloadSpread")
+                        && o.get("apiVersion")
+                            .and_then(serde_json::Value::as_str)
+                            .is_some_and(|v| v.starts_with("apps.kruise.io/"))
+                        && o.pointer("/metadata/namespace")
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or("default")
+                            == namespace
+                })
+                .map(|o| decode(o))
+                .collect(),
+            Self::Live(c) => {
+                let gvk = GroupVersionKind::gvk("apps.kruise.io", "v1beta1", "WorkloadSpread");
+                let resource = ApiResource::from_gvk_with_plural(&gvk, "workloadspreads");
+                let api: Api<DynamicObject> =
+                    Api::namespaced_with(c.client.clone(), namespace, &resource);
+                let mut all = Vec::new();
+                let mut params = ListParams::default().limit(500);
+                loop {
+                    let page = tokio::time::timeout(LIST_TIMEOUT, api.list(&params))
+                        .await
+                        .map_err(|_| format!("timed out after {}s", LIST_TIMEOUT.as_secs()))?
+                        .map_err(|e| e.to_string())?;
+                    for item in &page.items {
+                        let mut value = serde_json::to_value(item).map_err(|e| e.to_string())?;
+                        // A list's items carry no apiVersion and kind of their own.
+                        value["apiVersion"] = WORKLOAD_SPREAD_API_VERSION.into();
+                        value["kind"] = "WorkloadSpread".into();
+                        all.push(decode(&value)?);
+                    }
+                    match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                        Some(token) => params = params.continue_token(&token),
+                        None => return Ok(all),
+                    }
                 }
             }
         }
