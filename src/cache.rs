@@ -8,6 +8,7 @@
 
 pub mod budgets;
 pub mod shared;
+pub mod workloadspreads;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,7 +25,6 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
@@ -33,7 +33,6 @@ use kruise_webhooks::api::podunavailablebudget::PodUnavailableBudget;
 use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::api::workloadspread::WorkloadSpread;
-use kruise_webhooks::conversion::convert_object;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
 use kruise_webhooks::sidecarset::prepared::PreparedSidecarSet;
@@ -49,9 +48,6 @@ use shared::{Change, Shared};
 
 /// How long the live custom-resource count may take before it counts as a list error.
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The version WorkloadSpreads are listed and validated at (the CRD's storage version).
-const WORKLOAD_SPREAD_API_VERSION: &str = "apps.kruise.io/v1beta1";
 
 /// Where cluster state comes from.
 #[derive(Clone)]
@@ -416,24 +412,12 @@ impl Cluster {
 
     /// The WorkloadSpreads of `namespace` as v1beta1 (the WorkloadSpread validator's conflict check,
     /// spec/workloadspread.md §7.1): a live LIST in a cluster (WorkloadSpread writes are rare, and no cache
-    /// of them is kept), the loaded objects standalone (v1alpha1 ones converted). A list error is returned as
-    /// text for the validator's message.
+    /// of them is kept: [`workloadspreads::list`]), the loaded objects standalone (v1alpha1 ones converted).
+    /// A list error is returned as text for the validator's message.
     pub async fn workload_spreads_in(
         &self,
         namespace: &str,
     ) -> Result<Vec<Arc<WorkloadSpread>>, String> {
-        let decode = |value: &serde_json::Value| -> Result<Arc<WorkloadSpread>, String> {
-            let hub = if value.get("apiVersion").and_then(serde_json::Value::as_str)
-                == Some(WORKLOAD_SPREAD_API_VERSION)
-            {
-                value.clone()
-            } else {
-                convert_object(value, WORKLOAD_SPREAD_API_VERSION).map_err(|e| e.to_string())?
-            };
-            WorkloadSpread::deserialize(&hub)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
-        };
         match self {
             Self::Fixture(f) => f
                 .objects()
@@ -448,33 +432,9 @@ impl Cluster {
                             .unwrap_or("default")
                             == namespace
                 })
-                .map(|o| decode(o))
+                .map(|o| workloadspreads::decode(o))
                 .collect(),
-            Self::Live(c) => {
-                let gvk = GroupVersionKind::gvk("apps.kruise.io", "v1beta1", "WorkloadSpread");
-                let resource = ApiResource::from_gvk_with_plural(&gvk, "workloadspreads");
-                let api: Api<DynamicObject> =
-                    Api::namespaced_with(c.client.clone(), namespace, &resource);
-                let mut all = Vec::new();
-                let mut params = ListParams::default().limit(500);
-                loop {
-                    let page = tokio::time::timeout(LIST_TIMEOUT, api.list(&params))
-                        .await
-                        .map_err(|_| format!("timed out after {}s", LIST_TIMEOUT.as_secs()))?
-                        .map_err(|e| e.to_string())?;
-                    for item in &page.items {
-                        let mut value = serde_json::to_value(item).map_err(|e| e.to_string())?;
-                        // A list's items carry no apiVersion and kind of their own.
-                        value["apiVersion"] = WORKLOAD_SPREAD_API_VERSION.into();
-                        value["kind"] = "WorkloadSpread".into();
-                        all.push(decode(&value)?);
-                    }
-                    match page.metadata.continue_.filter(|c| !c.is_empty()) {
-                        Some(token) => params = params.continue_token(&token),
-                        None => return Ok(all),
-                    }
-                }
-            }
+            Self::Live(c) => workloadspreads::list(&c.client, namespace, LIST_TIMEOUT).await,
         }
     }
 

@@ -426,6 +426,53 @@ mod tests {
     }
 
     #[test]
+    fn object_meta_update_keeps_identity_and_times() {
+        let m = |v: serde_json::Value| -> ObjectMeta { serde_json::from_value(v).unwrap() };
+        let old = m(
+            serde_json::json!({"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "5",
+            "generation": 2, "creationTimestamp": "2026-03-01T09:00:00Z"}),
+        );
+        let check = |new: &ObjectMeta, old: &ObjectMeta| -> Vec<String> {
+            validate_object_meta_update(new, old, &FieldPath::new("metadata"))
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert!(check(&old, &old).is_empty());
+        let new = m(
+            serde_json::json!({"name": "a", "namespace": "ns2", "uid": "u2", "resourceVersion": "5",
+            "generation": 3, "creationTimestamp": "2026-03-02T10:30:00Z",
+            "deletionTimestamp": "2026-03-03T00:00:00Z", "deletionGracePeriodSeconds": 30,
+            "labels": {"k": "bad-"}, "finalizers": ["kubernetes", "orphan", "example.com/f"]}),
+        );
+        assert_eq!(
+            check(&new, &old),
+            [
+                "metadata.namespace: Invalid value: \"ns2\": field is immutable",
+                "metadata.uid: Invalid value: \"u2\": field is immutable",
+                "metadata.creationTimestamp: Invalid value: 2026-03-02 10:30:00 +0000 UTC: field is immutable",
+                "metadata.deletionTimestamp: Invalid value: 2026-03-03 00:00:00 +0000 UTC: field is immutable",
+                "metadata.deletionGracePeriodSeconds: Invalid value: 30: field is immutable",
+                "metadata.labels: Invalid value: \"bad-\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            ]
+        );
+        // Removing a timestamp prints the nil pointer, and a missing creationTimestamp Go's zero time.
+        let cleared = m(
+            serde_json::json!({"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "5",
+            "generation": 2}),
+        );
+        let mut deleting = old.clone();
+        deleting.deletion_timestamp = new.deletion_timestamp.clone();
+        assert_eq!(
+            check(&cleared, &deleting),
+            [
+                "metadata.creationTimestamp: Invalid value: 0001-01-01 00:00:00 +0000 UTC: field is immutable",
+                "metadata.deletionTimestamp: Invalid value: null: field is immutable",
+            ]
+        );
+    }
+
+    #[test]
     fn selector_conversion_checks_keys_values_and_operators() {
         let sel =
             |json: serde_json::Value| -> LabelSelector { serde_json::from_value(json).unwrap() };
