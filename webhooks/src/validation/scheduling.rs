@@ -3,6 +3,9 @@
 //! field paths and texts. OpenKruise's WorkloadSpread validator calls these on each subset's
 //! `requiredNodeSelector`, `preferredNodeSelector` and `tolerations` (spec/workloadspread.md §7.1).
 //!
+//! As in Kubernetes v1.32 (the version [`super`] follows), `matchExpressions` values are not checked as label
+//! values: later versions add that check (`allowInvalidLabelValueInRequiredNodeAffinity`).
+//!
 //! Values Go prints with `%#v` (a whole `core.Toleration`) are rendered best effort ([`render_toleration`]); a
 //! set `tolerationSeconds` is a pointer there, printed as an address Go chooses, here as its value.
 
