@@ -8,6 +8,7 @@
 
 pub mod budgets;
 pub mod shared;
+pub mod workloadspreads;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::podunavailablebudget::PodUnavailableBudget;
 use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
+use kruise_webhooks::api::workloadspread::WorkloadSpread;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
 use kruise_webhooks::sidecarset::prepared::PreparedSidecarSet;
@@ -38,6 +40,7 @@ use kruise_webhooks::sidecarset::select::SidecarSetIndex;
 use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
 use kruise_webhooks::verdict::BudgetDenialRecord;
 use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
+use kruise_webhooks::workloadspread::whitelist as ws_whitelist;
 
 use crate::workload::{ServedKinds, WorkloadStores, Workloads};
 use budgets::BudgetCopies;
@@ -356,12 +359,24 @@ impl Cluster {
     /// (spec/sidecarset.md §8.1): a live GET in a cluster (SidecarSet writes are rare), the loaded objects
     /// standalone.
     pub async fn patch_metadata_whitelist(&self, namespace: &str) -> WhitelistSource {
-        let from_data = |data: Option<&BTreeMap<String, String>>| match data
-            .and_then(|d| d.get(WHITELIST_KEY))
-        {
-            Some(v) => WhitelistSource::Present(v.clone()),
-            None => WhitelistSource::Missing,
-        };
+        self.kruise_configuration(namespace, WHITELIST_KEY).await
+    }
+
+    /// The WorkloadSpread custom workload whitelist from ConfigMap `kruise-configuration` in our namespace
+    /// (spec/workloadspread.md §4.2), read as [`Cluster::patch_metadata_whitelist`] reads its key.
+    pub async fn workload_spread_whitelist(&self, namespace: &str) -> WhitelistSource {
+        self.kruise_configuration(namespace, ws_whitelist::WHITELIST_KEY)
+            .await
+    }
+
+    /// One key of ConfigMap `kruise-configuration` in `namespace`: a live GET in a cluster, the loaded
+    /// objects standalone.
+    async fn kruise_configuration(&self, namespace: &str, key: &str) -> WhitelistSource {
+        let from_data =
+            |data: Option<&BTreeMap<String, String>>| match data.and_then(|d| d.get(key)) {
+                Some(v) => WhitelistSource::Present(v.clone()),
+                None => WhitelistSource::Missing,
+            };
         match self {
             Self::Fixture(f) => {
                 let config_map = f.objects().iter().find(|o| {
@@ -392,6 +407,34 @@ impl Cluster {
                     Ok(Ok(Some(cm))) => from_data(cm.data.as_ref()),
                 }
             }
+        }
+    }
+
+    /// The WorkloadSpreads of `namespace` as v1beta1 (the WorkloadSpread validator's conflict check,
+    /// spec/workloadspread.md §7.1): a live LIST in a cluster (WorkloadSpread writes are rare, and no cache
+    /// of them is kept: [`workloadspreads::list`]), the loaded objects standalone (v1alpha1 ones converted).
+    /// A list error is returned as text for the validator's message.
+    pub async fn workload_spreads_in(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<Arc<WorkloadSpread>>, String> {
+        match self {
+            Self::Fixture(f) => f
+                .objects()
+                .iter()
+                .filter(|o| {
+                    o.get("kind").and_then(serde_json::Value::as_str) == Some("WorkloadSpread")
+                        && o.get("apiVersion")
+                            .and_then(serde_json::Value::as_str)
+                            .is_some_and(|v| v.starts_with("apps.kruise.io/"))
+                        && o.pointer("/metadata/namespace")
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or("default")
+                            == namespace
+                })
+                .map(|o| workloadspreads::decode(o))
+                .collect(),
+            Self::Live(c) => workloadspreads::list(&c.client, namespace, LIST_TIMEOUT).await,
         }
     }
 

@@ -462,3 +462,15 @@ async fn pod_mutate_scenarios() {
     );
     run_all(cases).await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn workloadspread_scenarios() {
+    let cases = cases("workloadspread");
+    // 52 (the subset patch checks) is not implemented: webhooks/src/workloadspread.rs.
+    let missing = missing_scenarios(&cases, 39..=51);
+    assert!(
+        missing.is_empty(),
+        "every validation scenario of spec/workloadspread.md §9 (39-51) has a case; missing {missing:?}"
+    );
+    run_all(cases).await;
+}

@@ -16,13 +16,14 @@ use bytes::Bytes;
 use futures::FutureExt;
 use http_body_util::BodyExt;
 
-use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse};
+use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, Operation};
 use kruise_webhooks::deletion_protection::{self, Facts};
 use kruise_webhooks::pod::PodContext;
 use kruise_webhooks::podunavailablebudget::gate::{self, GateContext};
 use kruise_webhooks::registry::{Handler, WebhookSpec};
 use kruise_webhooks::sidecarset::validate::ValidateContext;
 use kruise_webhooks::verdict::SideEffect;
+use kruise_webhooks::workloadspread::{self, whitelist::WhitelistSource};
 use kruise_webhooks::{FeatureGates, Verdict, WebhookError};
 
 use crate::cache::Cluster;
@@ -112,6 +113,27 @@ pub async fn decide(
         }
         Handler::PodUnavailableBudgetValidate => {
             kruise_webhooks::podunavailablebudget::validate::validate(req, cluster, env.gates)
+        }
+        Handler::WorkloadSpreadValidate => {
+            // Nothing to fetch while the gate is off: the validator refuses every request (spec §7).
+            let (custom_workloads, others) = if env.gates.enabled(workloadspread::GATE)
+                && matches!(req.operation, Operation::Create | Operation::Update)
+            {
+                let namespace = req.namespace();
+                let (whitelist, others) = futures::join!(
+                    cluster.workload_spread_whitelist(env.kruise_namespace),
+                    cluster.workload_spreads_in(namespace)
+                );
+                (whitelist, others)
+            } else {
+                (WhitelistSource::Missing, Ok(Vec::new()))
+            };
+            let ctx = workloadspread::validate::ValidateContext {
+                gates: env.gates,
+                custom_workloads: &custom_workloads,
+                others: &others,
+            };
+            workloadspread::validate::validate(req, &ctx)
         }
         handler => {
             let mut facts = Facts::default();

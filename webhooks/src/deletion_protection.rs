@@ -202,7 +202,8 @@ fn subject(handler: Handler, req: &AdmissionRequest) -> Result<Subject, WebhookE
         | Handler::PodValidate
         | Handler::SidecarSetDefault
         | Handler::SidecarSetValidate
-        | Handler::PodUnavailableBudgetValidate => Subject::Allow,
+        | Handler::PodUnavailableBudgetValidate
+        | Handler::WorkloadSpreadValidate => Subject::Allow,
     })
 }
 

@@ -28,6 +28,7 @@ pub mod sidecarset;
 pub mod validation;
 pub mod verdict;
 pub mod view;
+pub mod workloadspread;
 
 pub use error::WebhookError;
 pub use features::FeatureGates;

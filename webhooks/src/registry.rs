@@ -50,6 +50,8 @@ pub enum Handler {
     /// `/validate-policy-kruise-io-podunavailablebudget`: PodUnavailableBudget validation
     /// (spec/podunavailablebudget.md §8).
     PodUnavailableBudgetValidate,
+    /// `/validate-apps-kruise-io-workloadspread`: WorkloadSpread validation (spec/workloadspread.md §7).
+    WorkloadSpreadValidate,
 }
 
 /// A custom resource kind whose CRD must be served for a webhook to be registered (spec/webhook-server.md §4).
@@ -423,6 +425,28 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
             groups: &["policy.kruise.io"],
             versions: &["v1alpha1", "v1beta1"],
             resources: &["podunavailablebudgets"],
+            operations: CREATE_UPDATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::None,
+        delete_protection_scoped: false,
+        gate: None,
+        requires: None,
+        excludes_system_namespaces: true,
+    },
+    // Always registered: it refuses everything itself while gate WorkloadSpread is off (spec §7). Both served
+    // versions; the v1.9.0 path spelling is served too (spec/webhook-server.md). Namespaced: kube-system and our
+    // namespace are excluded like the other validators (DECISIONS 2).
+    WebhookSpec {
+        name: "vworkloadspread.kb.io",
+        path: "/validate-apps-kruise-io-workloadspread",
+        alt_paths: &["/validate-apps-kruise-io-v1alpha1-workloadspread"],
+        mutating: false,
+        handler: Handler::WorkloadSpreadValidate,
+        rules: &[Rule {
+            groups: &["apps.kruise.io"],
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["workloadspreads"],
             operations: CREATE_UPDATE,
         }],
         failure_policy: FailurePolicy::Fail,

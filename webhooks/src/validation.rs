@@ -8,6 +8,7 @@
 //! - [`syntax`]: names and values (`pkg/util/validation`: `IsQualifiedName`, `IsDNS1123Label`, ...);
 //! - [`meta`]: object metadata, labels, annotations, label selectors (`pkg/api/validation`,
 //!   `pkg/apis/meta/v1/validation`);
+//! - [`scheduling`]: node selector terms, preferred scheduling terms and tolerations (`pkg/apis/core/validation`);
 //! - [`apps`]: the rollout rules of `pkg/apis/apps/validation` (`ValidatePositiveIntOrPercent`);
 //! - the pod spec ([`pod::validate_pod_spec`], `pkg/apis/core/validation`), in the sections of Go's file:
 //!   `volumes`, `containers` (ports, env, volume mounts and devices), [`downward_api`] (field and resource
@@ -23,6 +24,7 @@ pub mod meta;
 pub mod pod;
 mod probes;
 mod resources;
+pub mod scheduling;
 mod security_context;
 pub mod syntax;
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 
 use super::field_error::{BadValue, FieldError, FieldPath, go_quote, go_string_slice};
 use super::syntax::{is_qualified_name, is_valid_label_value};
@@ -127,6 +127,142 @@ pub fn validate_object_meta(
             BadValue::Raw(go_string_slice(finalizers)),
             "finalizer orphan and foregroundDeletion cannot be both set",
         ));
+    }
+    errs
+}
+
+/// apimachinery's `FieldImmutableErrorMsg`.
+pub const FIELD_IMMUTABLE: &str = "field is immutable";
+
+/// Kubernetes' finalizer names that need no domain prefix.
+const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
+
+/// Go's `String()` of a `metav1.Time` (a `time.Time`): `2026-03-01 09:00:00 +0000 UTC`, from the RFC 3339 UTC
+/// text k8s-openapi reads and writes.
+fn go_time(t: &Time) -> String {
+    let text = t.0.to_string();
+    // jiff prints `2026-03-01T09:00:00Z`; Go prints the same instant as `2026-03-01 09:00:00 +0000 UTC`.
+    match text.strip_suffix('Z') {
+        Some(rest) => format!("{} +0000 UTC", rest.replacen('T', " ", 1)),
+        None => text,
+    }
+}
+
+/// `corevalidation.ValidateObjectMetaUpdate(new, old, path)` (apimachinery's
+/// `ValidateObjectMetaAccessorUpdate`, then the core finalizer-name check): no new finalizers while the old
+/// object is being deleted, a resourceVersion, a generation not decremented, name, namespace, uid,
+/// creationTimestamp, deletionTimestamp and deletionGracePeriodSeconds unchanged, the new labels and
+/// annotations valid, and every finalizer either qualified (`<domain>/<name>`) or a standard one.
+///
+/// Not checked, as for [`validate_object_meta`]: `ownerReferences` and `managedFields`.
+pub fn validate_object_meta_update(
+    new: &ObjectMeta,
+    old: &ObjectMeta,
+    path: &FieldPath,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let finalizers = new.finalizers.as_deref().unwrap_or_default();
+    if old.deletion_timestamp.is_some() {
+        let before = old.finalizers.as_deref().unwrap_or_default();
+        // `sets.NewString(new...).Difference(old).List()`: sorted, each once.
+        let extra: std::collections::BTreeSet<&String> =
+            finalizers.iter().filter(|f| !before.contains(f)).collect();
+        if !extra.is_empty() {
+            let extra: Vec<String> = extra.into_iter().cloned().collect();
+            errs.push(FieldError::forbidden(
+                &path.child("finalizers"),
+                format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers {}",
+                    go_string_slice(&extra)
+                ),
+            ));
+        }
+    }
+    let resource_version = new.resource_version.as_deref().unwrap_or("");
+    if resource_version.is_empty() {
+        errs.push(FieldError::invalid(
+            &path.child("resourceVersion"),
+            BadValue::str(resource_version),
+            "must be specified for an update",
+        ));
+    }
+    let generation = new.generation.unwrap_or(0);
+    if generation < old.generation.unwrap_or(0) {
+        errs.push(FieldError::invalid(
+            &path.child("generation"),
+            BadValue::Int(generation),
+            "must not be decremented",
+        ));
+    }
+    let mut immutable = |name: &str, changed: bool, value: BadValue| {
+        if changed {
+            errs.push(FieldError::invalid(
+                &path.child(name),
+                value,
+                FIELD_IMMUTABLE,
+            ));
+        }
+    };
+    let text = |v: &Option<String>| BadValue::str(v.as_deref().unwrap_or(""));
+    let time = |t: &Option<Time>| {
+        t.as_ref()
+            .map_or(BadValue::Null, |t| BadValue::Raw(go_time(t)))
+    };
+    immutable(
+        "name",
+        new.name.as_deref().unwrap_or("") != old.name.as_deref().unwrap_or(""),
+        text(&new.name),
+    );
+    immutable(
+        "namespace",
+        new.namespace.as_deref().unwrap_or("") != old.namespace.as_deref().unwrap_or(""),
+        text(&new.namespace),
+    );
+    immutable(
+        "uid",
+        new.uid.as_deref().unwrap_or("") != old.uid.as_deref().unwrap_or(""),
+        text(&new.uid),
+    );
+    // A zero `metav1.Time` prints as Go's zero time.
+    let created = |t: &Option<Time>| {
+        t.as_ref()
+            .map_or(BadValue::Raw("0001-01-01 00:00:00 +0000 UTC".into()), |t| {
+                BadValue::Raw(go_time(t))
+            })
+    };
+    immutable(
+        "creationTimestamp",
+        new.creation_timestamp != old.creation_timestamp,
+        created(&new.creation_timestamp),
+    );
+    immutable(
+        "deletionTimestamp",
+        new.deletion_timestamp != old.deletion_timestamp,
+        time(&new.deletion_timestamp),
+    );
+    immutable(
+        "deletionGracePeriodSeconds",
+        new.deletion_grace_period_seconds != old.deletion_grace_period_seconds,
+        new.deletion_grace_period_seconds
+            .map_or(BadValue::Null, BadValue::Int),
+    );
+    if let Some(labels) = &new.labels {
+        errs.extend(validate_labels(labels, &path.child("labels")));
+    }
+    if let Some(annotations) = &new.annotations {
+        errs.extend(validate_annotations(
+            annotations,
+            &path.child("annotations"),
+        ));
+    }
+    for (i, finalizer) in finalizers.iter().enumerate() {
+        if !finalizer.contains('/') && !STANDARD_FINALIZERS.contains(&finalizer.as_str()) {
+            errs.push(FieldError::invalid(
+                &path.child("finalizers").index(i),
+                BadValue::str(finalizer),
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
     }
     errs
 }
@@ -286,6 +422,53 @@ mod tests {
         assert!(
             validate_annotations(&upper, &FieldPath::new("a")).is_empty(),
             "annotation keys are checked lower-cased"
+        );
+    }
+
+    #[test]
+    fn object_meta_update_keeps_identity_and_times() {
+        let m = |v: serde_json::Value| -> ObjectMeta { serde_json::from_value(v).unwrap() };
+        let old = m(
+            serde_json::json!({"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "5",
+            "generation": 2, "creationTimestamp": "2026-03-01T09:00:00Z"}),
+        );
+        let check = |new: &ObjectMeta, old: &ObjectMeta| -> Vec<String> {
+            validate_object_meta_update(new, old, &FieldPath::new("metadata"))
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert!(check(&old, &old).is_empty());
+        let new = m(
+            serde_json::json!({"name": "a", "namespace": "ns2", "uid": "u2", "resourceVersion": "5",
+            "generation": 3, "creationTimestamp": "2026-03-02T10:30:00Z",
+            "deletionTimestamp": "2026-03-03T00:00:00Z", "deletionGracePeriodSeconds": 30,
+            "labels": {"k": "bad-"}, "finalizers": ["kubernetes", "orphan", "example.com/f"]}),
+        );
+        assert_eq!(
+            check(&new, &old),
+            [
+                "metadata.namespace: Invalid value: \"ns2\": field is immutable",
+                "metadata.uid: Invalid value: \"u2\": field is immutable",
+                "metadata.creationTimestamp: Invalid value: 2026-03-02 10:30:00 +0000 UTC: field is immutable",
+                "metadata.deletionTimestamp: Invalid value: 2026-03-03 00:00:00 +0000 UTC: field is immutable",
+                "metadata.deletionGracePeriodSeconds: Invalid value: 30: field is immutable",
+                "metadata.labels: Invalid value: \"bad-\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            ]
+        );
+        // Removing a timestamp prints the nil pointer, and a missing creationTimestamp Go's zero time.
+        let cleared = m(
+            serde_json::json!({"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "5",
+            "generation": 2}),
+        );
+        let mut deleting = old.clone();
+        deleting.deletion_timestamp = new.deletion_timestamp.clone();
+        assert_eq!(
+            check(&cleared, &deleting),
+            [
+                "metadata.creationTimestamp: Invalid value: 0001-01-01 00:00:00 +0000 UTC: field is immutable",
+                "metadata.deletionTimestamp: Invalid value: null: field is immutable",
+            ]
         );
     }
 
