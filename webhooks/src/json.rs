@@ -6,7 +6,9 @@
 //! - writing: [`patch`] (RFC 6902 operations whose values may be JSON text copied as it stands, the diff,
 //!   the patch text), `write_string` and `write_value` (serde_json's bytes), `write_base64`;
 //! - Go's texts: [`go`] (`json.Marshal`'s escaping, `strconv.Quote`, `encoding/json`'s error texts) and
-//!   `merge_patch` (evanphx/json-patch's `MergePatch`, byte for byte).
+//!   `merge_patch` (evanphx/json-patch's `MergePatch`, byte for byte);
+//! - Kubernetes' strategic-merge patch of a Pod: [`strategic_merge`] (apimachinery's
+//!   `StrategicMergePatch` on `v1.Pod`'s patch metadata, over `serde_json::Value`s).
 //!
 //! Inside, one scanner (`scan`: Go's scanner rules and messages, recording where containers close), one
 //! cursor over text it accepted (`cursor`), one string writer (`write`), one base64 path (the `base64`
@@ -38,6 +40,7 @@ pub mod patch;
 mod raw;
 pub mod rawpod;
 mod scan;
+pub mod strategic_merge;
 mod write;
 
 pub(crate) use cursor::{Cursor, string_value};
