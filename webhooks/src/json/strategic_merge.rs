@@ -1314,6 +1314,13 @@ mod tests {
                 "invalid patch format of primitive list".into()
             ))
         );
+        // An empty patch list leaves a merged list as it was; a deletion list works on any list.
+        let out = patched(json!({"metadata": {"finalizers": []}, "spec": {"containers": []}}));
+        assert_eq!(out, pod());
+        let out = patched(
+            json!({"spec": {"containers": [{"name": "app", "$deleteFromPrimitiveList/args": ["-g"]}]}}),
+        );
+        assert_eq!(container(&out, "app")["args"], json!(["daemon off;"]));
         // Lists without strategy are replaced even when they hold scalars.
         let out = patched(json!({"spec": {"containers": [{"name": "app", "args": ["-q"]}]}}));
         assert_eq!(container(&out, "app")["args"], json!(["-q"]));
