@@ -30,9 +30,10 @@
 //! - the order: the elements the patch names in the patch's order, interleaved with the others (the
 //!   original's, in the original's order) as Go's `normalizeElementOrder`/`mergeSortedSlice` do: an
 //!   original-only element goes first only when the patch element it meets is in the original too and
-//!   comes later there. So an element only the patch has goes *before* the original-only elements that
-//!   follow it (`env: [X]` patched with `[ZONE]` gives `[ZONE, X]`, as Kubernetes' `kubectl patch`
-//!   documentation shows for a container added to a Deployment).
+//!   comes later there. So an element only the patch has goes before every original-only element still
+//!   to place (`env: [X]` patched with `[ZONE]` gives `[ZONE, X]`; `[a, b, c]` patched with `[n, c]`
+//!   gives `[n, a, b, c]`), as Kubernetes' `kubectl patch` documentation shows for a container added to
+//!   a Deployment (the new container first).
 //!
 //! Merge-key values and scalars compare as Go compares `interface{}` values decoded by `encoding/json`:
 //! same JSON type and equal, numbers as `float64` (`80` equals `80.0`).
