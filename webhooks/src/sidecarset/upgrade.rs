@@ -292,12 +292,12 @@ pub fn plan_round(set: &SidecarSet, matched: &[Arc<SlimPod>]) -> Round {
         }
     }
     let candidates = order::sort(set, candidates, matched);
+    // OpenKruise counts only updated pods that are unavailable; a pod that is unavailable for another
+    // reason is out just the same, and the issue asks that a rollout never takes more than maxUnavailable
+    // pods out counting those already out: every matched pod that is not ready or not consistent counts.
     let unavailable = matched
         .iter()
-        .zip(&updated)
-        .filter(|(pod, u)| {
-            **u && (!is_pod_state_consistent(pod, set, None) || !is_pod_ready(pod, set))
-        })
+        .filter(|pod| !is_pod_state_consistent(pod, set, None) || !is_pod_ready(pod, set))
         .count();
     let ready: Vec<bool> = candidates.iter().map(|p| is_pod_ready(p, set)).collect();
     let taken = upgrade_count(&ready, p, m, unavailable);

@@ -569,3 +569,142 @@ fn upgradable_condition_is_written_only_when_it_changes() {
             "reason": "UpdateImmutableField", "message": "{\"other\":true,\"sidecarset1\":false}"})
     );
 }
+
+/// Unavailable for the rollout: not ready, or a sidecar not yet running what its spec says.
+fn unavailable(set: &SidecarSet, pods: &[Value]) -> usize {
+    pods.iter()
+        .map(|v| slim(v.clone()))
+        .filter(|p| {
+            !crate::sidecarset::status::is_pod_state_consistent(p, set, None)
+                || !crate::sidecarset::status::is_pod_ready(p, set)
+        })
+        .count()
+}
+
+/// The kubelet restarts the updated sidecar: not ready, still on the old image.
+fn restarting(pod: &mut Value) {
+    pod["status"]["conditions"][0]["status"] = json!("False");
+    pod["status"]["containerStatuses"][0]["ready"] = json!(false);
+}
+
+/// The kubelet is done: the status runs the spec image, with a new imageID, and the pod is ready again.
+fn restarted(pod: &mut Value) {
+    let image = pod["spec"]["containers"][0]["image"].clone();
+    pod["status"]["containerStatuses"][0]["image"] = image.clone();
+    pod["status"]["containerStatuses"][0]["imageID"] = json!(format!(
+        "docker-pullable://{}@sha256:new",
+        image.as_str().unwrap()
+    ));
+    pod["status"]["containerStatuses"][0]["ready"] = json!(true);
+    pod["status"]["conditions"][0]["status"] = json!("True");
+}
+
+#[test]
+fn a_rollout_of_100_pods_with_partition_20_and_max_unavailable_10_stops_at_80() {
+    let set = strategy(json!(20), json!(10));
+    let mut pods: Vec<Value> = (0..100)
+        .map(|i| pod_json(&format!("pod-{i:03}"), false, true))
+        .collect();
+    // Three pods are already out (not ready) when the rollout starts.
+    for pod in &mut pods[40..43] {
+        restarting(pod);
+    }
+    let mut rounds = 0;
+    loop {
+        let snapshot: Vec<Arc<SlimPod>> = pods.iter().map(|v| slim(v.clone())).collect();
+        let Round::Update(round) = plan_round(&set, &snapshot) else {
+            break;
+        };
+        if round.update.is_empty() {
+            // Nothing to do until the kubelet reports: bring every restarting pod back, one status change
+            // at a time; when none is restarting, the rollout is over.
+            let Some(pod) = pods
+                .iter_mut()
+                .find(|p| p["status"]["conditions"][0]["status"] == "False")
+            else {
+                break;
+            };
+            restarted(pod);
+            continue;
+        }
+        rounds += 1;
+        assert!(rounds < 100, "the rollout does not converge");
+        for chosen in &round.update {
+            let pod = pods
+                .iter_mut()
+                .find(|p| p["metadata"]["name"] == chosen.metadata.name.as_deref().unwrap())
+                .unwrap();
+            update_pod(pod, &set, "now").unwrap();
+            restarting(pod);
+            let out = unavailable(&set, &pods);
+            assert!(out <= 10, "{out} pods unavailable in round {rounds}");
+        }
+    }
+    let on_new = pods
+        .iter()
+        .filter(|p| p["spec"]["containers"][0]["image"] == "dns:2.0")
+        .count();
+    assert_eq!(on_new, 80);
+    assert!(rounds >= 8, "at most 10 at a time: {rounds} rounds");
+    // The same state planned again updates nothing.
+    let snapshot: Vec<Arc<SlimPod>> = pods.iter().map(|v| slim(v.clone())).collect();
+    match plan_round(&set, &snapshot) {
+        Round::Update(round) => assert!(round.update.is_empty()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_hot_upgrade_never_leaves_the_pod_without_a_ready_working_copy() {
+    let set = hot_set();
+    let mut pod = hot_pod();
+    // Some copy of dns-f runs a real image, as its spec says, and is ready.
+    let working_ready = |pod: &Value| {
+        ["dns-f-1", "dns-f-2"].iter().any(|name| {
+            let spec = pod["spec"]["containers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == *name)
+                .unwrap();
+            let status = pod["status"]["containerStatuses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == *name)
+                .unwrap();
+            spec["image"] != "empty:1"
+                && status["image"] == spec["image"]
+                && status["ready"] == true
+        })
+    };
+    let mut steps = vec![];
+    let plan = |pod: &Value| plan_round(&set, &[slim(pod.clone())]);
+    assert!(matches!(plan(&pod), Round::Update(r) if r.update.len() == 1));
+    update_pod(&mut pod, &set, "t1").unwrap();
+    steps.push(pod.clone());
+    // The new copy starts on its image; until it is ready, the old copy keeps its image and no flip comes.
+    set_status(&mut pod, "dns-f-2", "dns:2.0", "i-dns2", false);
+    pod["status"]["conditions"][0]["status"] = json!("False");
+    steps.push(pod.clone());
+    assert_eq!(pod["spec"]["containers"][0]["image"], "dns:1.0");
+    assert_eq!(plan(&pod), Round::Stop(Stop::AllUpdated));
+    set_status(&mut pod, "dns-f-2", "dns:2.0", "i-dns2", true);
+    pod["status"]["conditions"][0]["status"] = json!("True");
+    steps.push(pod.clone());
+    let Round::Flip(flips) = plan(&pod) else {
+        panic!("the flip comes once the new copy is ready")
+    };
+    assert_eq!(flips.len(), 1);
+    flip_pod(&mut pod, &set, "t2").unwrap();
+    steps.push(pod.clone());
+    set_status(&mut pod, "dns-f-1", "empty:1", "i-empty2", true);
+    steps.push(pod.clone());
+    for (i, step) in steps.iter().enumerate() {
+        assert!(working_ready(step), "step {i}: no ready working copy");
+    }
+    // Done: the new copy works on dns:2.0, the old one idles on the empty image, nothing more to do.
+    assert_eq!(pod["spec"]["containers"][1]["image"], "dns:2.0");
+    assert_eq!(pod["spec"]["containers"][0]["image"], "empty:1");
+    assert_eq!(plan(&pod), Round::Stop(Stop::AllUpdated));
+}
