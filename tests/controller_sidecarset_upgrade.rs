@@ -492,3 +492,58 @@ async fn a_hot_upgrade_flips_the_old_copy_to_the_empty_image_once_the_new_one_is
     assert_eq!((done.flipped, done.updated), (1, 0));
     no_more_calls(client, ctx, handle).await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_flip_records_reset_container_failed_and_is_retried() {
+    let (client, mut handle) = mock();
+    let ctx = context(&client);
+    let source = snapshot(
+        set_value("HotUpgrade"),
+        vec![hot_pod_mid_upgrade()],
+        [1, 1, 0, 0],
+    );
+    let task = run(&client, &ctx, &source);
+
+    let call = expect(&mut handle, Method::GET, POD).await;
+    respond(call.send, StatusCode::OK, &hot_pod_mid_upgrade());
+    let call = expect(&mut handle, Method::PUT, POD).await;
+    respond(
+        call.send,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &failure(500, "InternalError", "etcdserver: request timed out"),
+    );
+    let call = expect(
+        &mut handle,
+        Method::POST,
+        "/api/v1/namespaces/default/events",
+    )
+    .await;
+    assert_eq!(call.body["reason"], "ResetContainerFailed");
+    assert_eq!(call.body["type"], "Warning");
+    assert!(
+        call.body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("reset sidecarset hot upgrade container failed, err:"),
+        "{}",
+        call.body["message"]
+    );
+    respond(call.send, StatusCode::CREATED, &call.body.clone());
+
+    // An error: the runtime retries it with backoff.
+    assert!(task.await.unwrap().is_err());
+    no_more_calls(client, ctx, handle).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_invalid_update_selector_updates_no_pod() {
+    let (client, handle) = mock();
+    let ctx = context(&client);
+    let mut set = set_value("ColdUpgrade");
+    set["spec"]["updateStrategy"]["selector"] =
+        json!({"matchExpressions": [{"key": "canary", "operator": "badOp", "values": ["true"]}]});
+    let source = snapshot(set, vec![pod_value()], [1, 0, 1, 0]);
+    let done = run(&client, &ctx, &source).await.unwrap().unwrap();
+    assert_eq!(done, Upgraded::default());
+    no_more_calls(client, ctx, handle).await;
+}
