@@ -103,7 +103,7 @@ fn scaled(value: &IntOrString, total: usize) -> Result<(usize, Option<i64>), Str
                 .and_then(|p| p.parse().ok())
                 .ok_or_else(|| format!("invalid value for IntOrString: invalid value {s:?}"))?;
             let pct_clamped = usize::try_from(pct.max(0)).unwrap_or(0);
-            Ok(((pct_clamped * total).div_ceil(100), Some(pct)))
+            Ok((pct_clamped.saturating_mul(total).div_ceil(100), Some(pct)))
         }
     }
 }

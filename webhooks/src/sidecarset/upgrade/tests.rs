@@ -130,6 +130,15 @@ fn partition_int_percent_and_the_count_minus_one_cap() {
     assert_eq!(partition(&strategy(json!("100%"), json!(1)), 10), Ok(10));
     assert_eq!(partition(&strategy(json!("50%"), json!(1)), 1), Ok(1));
     assert!(partition(&strategy(json!("abc%"), json!(1)), 10).is_err());
+    // A huge percent neither overflows nor panics.
+    assert_eq!(
+        partition(&strategy(json!("9223372036854775807%"), json!(1)), 10),
+        Ok(usize::MAX.div_ceil(100))
+    );
+    assert_eq!(
+        max_unavailable(&strategy(json!(0), json!("-5%")), 10),
+        Ok(0)
+    );
     assert_eq!(max_unavailable(&set(), 10), Ok(1));
     assert_eq!(
         max_unavailable(&strategy(json!(0), json!("15%")), 10),
