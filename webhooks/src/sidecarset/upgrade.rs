@@ -295,11 +295,17 @@ pub fn plan_round(set: &SidecarSet, matched: &[Arc<SlimPod>]) -> Round {
     // OpenKruise counts only updated pods that are unavailable; a pod that is unavailable for another
     // reason is out just the same, and the issue asks that a rollout never takes more than maxUnavailable
     // pods out counting those already out: every matched pod that is not ready or not consistent counts.
+    // Readiness of every matched pod, read once (by address: candidates are clones of these Arcs).
+    let ready_by_pod: std::collections::HashMap<*const SlimPod, bool> = matched
+        .iter()
+        .map(|p| (Arc::as_ptr(p), is_pod_ready(p, set)))
+        .collect();
+    let is_ready = |p: &Arc<SlimPod>| ready_by_pod.get(&Arc::as_ptr(p)).copied().unwrap_or(false);
     let unavailable = matched
         .iter()
-        .filter(|pod| !is_pod_state_consistent(pod, set, None) || !is_pod_ready(pod, set))
+        .filter(|pod| !is_ready(pod) || !is_pod_state_consistent(pod, set, None))
         .count();
-    let ready: Vec<bool> = candidates.iter().map(|p| is_pod_ready(p, set)).collect();
+    let ready: Vec<bool> = candidates.iter().map(is_ready).collect();
     let taken = upgrade_count(&ready, p, m, unavailable);
     round.partitioned = p.min(candidates.len());
     round.budget_held = candidates.len() - round.partitioned - taken.len();

@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 
 use crate::api::pod::SlimPod;
@@ -102,47 +103,64 @@ fn max_restarts(pod: &SlimPod) -> i32 {
         .unwrap_or(0)
 }
 
+/// What the `ActivePods` order reads of a pod, read once per pod.
+#[derive(Debug, Clone, Copy)]
+struct ActiveKey {
+    scheduled: bool,
+    phase: u8,
+    ready: bool,
+    ready_since: Option<Timestamp>,
+    restarts: i32,
+    created: Option<Timestamp>,
+}
+
+fn active_key(p: &SlimPod) -> ActiveKey {
+    let condition = ready_condition(p);
+    let ready = condition.is_some_and(|(s, _)| s == "True");
+    ActiveKey {
+        scheduled: p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty()),
+        phase: phase_rank(p),
+        ready,
+        ready_since: condition.and_then(|c| c.1).map(|t| t.0),
+        restarts: max_restarts(p),
+        created: p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+    }
+}
+
 /// `afterOrZero`: `a` goes first when it is zero, or later than `b` (both set).
-fn after_or_zero(a: Option<&Time>, b: Option<&Time>) -> Ordering {
+fn after_or_zero(a: Option<Timestamp>, b: Option<Timestamp>) -> Ordering {
     match (a, b) {
         (None, None) => Ordering::Equal,
         (None, Some(_)) => Ordering::Less,
         (Some(_), None) => Ordering::Greater,
-        (Some(a), Some(b)) => b.0.cmp(&a.0),
+        (Some(a), Some(b)) => b.cmp(&a),
     }
+}
+
+fn active_key_cmp(a: &ActiveKey, b: &ActiveKey) -> Ordering {
+    a.scheduled
+        .cmp(&b.scheduled)
+        .then_with(|| a.phase.cmp(&b.phase))
+        .then_with(|| a.ready.cmp(&b.ready))
+        .then_with(|| {
+            if a.ready && b.ready {
+                after_or_zero(a.ready_since, b.ready_since)
+            } else {
+                Ordering::Equal
+            }
+        })
+        .then_with(|| b.restarts.cmp(&a.restarts))
+        .then_with(|| after_or_zero(a.created, b.created))
 }
 
 /// Kubernetes' `ActivePods` order: unscheduled, Pending < Unknown < Running, not ready, ready for less time,
 /// more restarts, newer (an unset creation time first).
 pub fn active_pods_cmp(a: &SlimPod, b: &SlimPod) -> Ordering {
-    let scheduled = |p: &SlimPod| {
-        p.spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .is_some_and(|n| !n.is_empty())
-    };
-    let ready = |p: &SlimPod| ready_condition(p).is_some_and(|(s, _)| s == "True");
-    scheduled(a)
-        .cmp(&scheduled(b))
-        .then_with(|| phase_rank(a).cmp(&phase_rank(b)))
-        .then_with(|| ready(a).cmp(&ready(b)))
-        .then_with(|| {
-            if ready(a) && ready(b) {
-                after_or_zero(
-                    ready_condition(a).and_then(|c| c.1),
-                    ready_condition(b).and_then(|c| c.1),
-                )
-            } else {
-                Ordering::Equal
-            }
-        })
-        .then_with(|| max_restarts(b).cmp(&max_restarts(a)))
-        .then_with(|| {
-            after_or_zero(
-                a.metadata.creation_timestamp.as_ref(),
-                b.metadata.creation_timestamp.as_ref(),
-            )
-        })
+    active_key_cmp(&active_key(a), &active_key(b))
 }
 
 /// `getIntFromStringSuffix`: the integer the value ends with, 0 when none.
@@ -287,7 +305,12 @@ pub fn sort(
     mut candidates: Vec<Arc<SlimPod>>,
     all: &[Arc<SlimPod>],
 ) -> Vec<Arc<SlimPod>> {
-    candidates.sort_by(|a, b| active_pods_cmp(a, b));
+    let mut keyed: Vec<(ActiveKey, Arc<SlimPod>)> = candidates
+        .into_iter()
+        .map(|p| (active_key(&p), p))
+        .collect();
+    keyed.sort_by(|a, b| active_key_cmp(&a.0, &b.0));
+    candidates = keyed.into_iter().map(|(_, p)| p).collect();
     if let Some(strategy) = priority_strategy(set) {
         let mut keyed: Vec<(i64, Arc<SlimPod>)> = candidates
             .into_iter()
