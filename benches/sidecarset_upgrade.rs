@@ -48,7 +48,7 @@ fn pod(i: usize) -> Arc<SlimPod> {
         serde_json::from_value(json!({
             "metadata": {"name": format!("web-{i:05}"), "namespace": "default", "resourceVersion": "5",
                 "creationTimestamp": format!("2025-01-01T00:{:02}:{:02}Z", (i / 60) % 60, i % 60),
-                "labels": {"app": "web", "zone": format!("z{}", i % 10), "tier": if i % 50 == 0 { "canary" } else { "main" }},
+                "labels": {"app": "web", "zone": format!("z{}", i % 10), "tier": if i.is_multiple_of(50) { "canary" } else { "main" }},
                 "annotations": {"kruise.io/sidecarset-injected-list": "sidecarset1",
                     "kruise.io/sidecarset-hash": record(hash),
                     "kruise.io/sidecarset-hash-without-image": record("w1")}},
