@@ -73,6 +73,7 @@ impl Controllers {
                 client.clone(),
                 inputs,
                 config.namespace.clone(),
+                sidecarset::UpgradeContext::new(client.clone(), metrics.clone()),
                 leader.is_leader(),
                 runtime::Settings::default(),
             )

@@ -61,7 +61,8 @@ pub struct WorkloadUserLabels {
 /// `{result}` of the PUB status writes.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
-    /// `written`, `conflict`, `not_found` or `error`.
+    /// The outcome: `written`, `conflict`, `not_found` or `error` for status writes; the SidecarSet update
+    /// results of [`Metrics::sidecarset_upgrade`].
     pub result: String,
 }
 
@@ -130,6 +131,9 @@ pub struct Metrics {
     pub is_leader: Gauge,
     /// `leader_election_slowpath_total{name}`: renewals that had to re-read the Lease.
     pub leader_slowpath: Family<LeaseLabels, Counter>,
+    /// `sidecarset_upgrade_pods_total{result}`: pods the SidecarSet in-place update handled, by outcome
+    /// (`updated`, `flipped`, `not_upgradable`, `skipped`, `budget_denied`, `error`).
+    pub sidecarset_upgrade: Family<ResultLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -246,6 +250,12 @@ impl Metrics {
             "Total number of leader Lease renewals that fell back to re-reading the Lease",
             leader_slowpath.clone(),
         );
+        let sidecarset_upgrade = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "sidecarset_upgrade_pods",
+            "Pods handled by the SidecarSet in-place sidecar update, by result",
+            sidecarset_upgrade.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             requests,
@@ -259,7 +269,17 @@ impl Metrics {
             budget_writes,
             is_leader,
             leader_slowpath,
+            sidecarset_upgrade,
         }
+    }
+
+    /// Counts a pod the SidecarSet in-place update handled, by result.
+    pub fn record_sidecarset_upgrade(&self, result: &str) {
+        self.sidecarset_upgrade
+            .get_or_create(&ResultLabels {
+                result: result.to_owned(),
+            })
+            .inc();
     }
 
     /// Counts a disruption refused by a PUB.

@@ -14,8 +14,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use kruise_webhook::cache::shared::Publisher;
 use kruise_webhook::controller::runtime::{Running, Settings};
 use kruise_webhook::controller::sidecarset::{
-    Inputs, Reconciled, SidecarSetController, Snapshot, reconcile,
+    Inputs, Reconciled, SidecarSetController, Snapshot, UpgradeContext, reconcile,
 };
+use kruise_webhook::metrics::Metrics;
 use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
@@ -420,9 +421,10 @@ fn start_with(source: &Snapshot, leading: bool) -> (watch::Sender<bool>, Running
     let stores = stores(source);
     let (leader, leader_rx) = watch::channel(leading);
     let controller = SidecarSetController::start(
-        client,
+        client.clone(),
         stores.inputs.clone(),
         "kruise-system".into(),
+        UpgradeContext::new(client, Metrics::new()),
         leader_rx,
         Settings::default(),
     );
@@ -589,9 +591,10 @@ async fn nothing_is_reconciled_before_the_caches_are_listed() {
     };
     let (_leader, leader_rx) = watch::channel(true);
     let controller = SidecarSetController::start(
-        client,
+        client.clone(),
         inputs,
         "kruise-system".into(),
+        UpgradeContext::new(client, Metrics::new()),
         leader_rx,
         Settings::default(),
     );

@@ -26,8 +26,8 @@
 //! to a SidecarSet update only when its generation changed and to a pod update only when certain fields
 //! flipped (§9); reconciling on every change is a superset of that, and writes nothing when nothing differs.
 //!
-//! Not done yet: in-place sidecar upgrade of running pods (§9 "In-place update": hot-upgrade flips, the
-//! `SidecarSetUpgradable` pod condition, `NotUpgradablePods` events), update expectations.
+//! After the status, [`upgrade`] rolls the SidecarSet's sidecars out to the running pods in place (§9
+//! "In-place update", §6.2 hot-upgrade flips): [`reconcile_and_upgrade`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,6 +50,9 @@ use kruise_webhooks::sidecarset::status::{self, NewRevision, RevisionOp};
 
 use super::runtime::{self, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::Shared;
+
+pub mod upgrade;
+pub use upgrade::{Expectations, UpgradeContext, Upgraded};
 
 /// Status writes per reconcile: the first and two retries after a conflict.
 const STATUS_ATTEMPTS: usize = 3;
@@ -171,6 +174,14 @@ pub enum ReconcileError {
         name: String,
         /// Names tried.
         tries: usize,
+    },
+    /// A pod update kept conflicting.
+    #[error("updating pod {pod}: still conflicting after {attempts} attempts")]
+    PodConflict {
+        /// The pod, `namespace/name`.
+        pod: String,
+        /// Attempts made.
+        attempts: usize,
     },
     /// The status write kept conflicting.
     #[error("writing the status of SidecarSet {name}: still conflicting after {attempts} attempts")]
@@ -400,8 +411,37 @@ pub async fn reconcile(
     kruise_namespace: &str,
 ) -> Result<Reconciled, ReconcileError> {
     let pods = source.pods_injected_by(set.name());
+    reconcile_status(client, source, set, kruise_namespace, &pods)
+        .await
+        .map(|(done, _)| done)
+}
+
+/// [`reconcile`], then one round of the in-place update ([`upgrade::upgrade`]) over the matched pods.
+///
+/// # Errors
+/// As [`reconcile`] and [`upgrade::upgrade`].
+pub async fn reconcile_and_upgrade(
+    client: &Client,
+    source: &dyn SidecarSetSource,
+    set: &SidecarSet,
+    kruise_namespace: &str,
+    ctx: &UpgradeContext,
+) -> Result<(Reconciled, Upgraded), ReconcileError> {
+    let pods = source.pods_injected_by(set.name());
+    let (done, matched) = reconcile_status(client, source, set, kruise_namespace, &pods).await?;
+    let upgraded = upgrade::upgrade(client, ctx, set, &matched, &pods).await?;
+    Ok((done, upgraded))
+}
+
+async fn reconcile_status(
+    client: &Client,
+    source: &dyn SidecarSetSource,
+    set: &SidecarSet,
+    kruise_namespace: &str,
+    pods: &[Arc<SlimPod>],
+) -> Result<(Reconciled, Vec<Arc<SlimPod>>), ReconcileError> {
     let matched =
-        status::matching_pods(set, &pods, |ns| source.namespace_labels(ns)).map_err(|reason| {
+        status::matching_pods(set, pods, |ns| source.namespace_labels(ns)).map_err(|reason| {
             ReconcileError::Selector {
                 name: set.name().to_owned(),
                 reason,
@@ -423,11 +463,14 @@ pub async fn reconcile(
     } else {
         false
     };
-    Ok(Reconciled {
-        latest_revision: latest,
-        revision_writes,
-        status_written,
-    })
+    Ok((
+        Reconciled {
+            latest_revision: latest,
+            revision_writes,
+            status_written,
+        },
+        matched,
+    ))
 }
 
 /// The SidecarSet controller ([`super::runtime::Reconciler`]): what it reads and writes with.
@@ -435,15 +478,17 @@ pub struct SidecarSetController {
     client: Client,
     inputs: Inputs,
     kruise_namespace: String,
+    upgrade: UpgradeContext,
 }
 
 impl SidecarSetController {
     /// Starts the controller on `inputs`; it reconciles only while `leader` is true. `kruise_namespace`
-    /// holds the revisions.
+    /// holds the revisions; `upgrade` records events, counts and expectations of the in-place update.
     pub fn start(
         client: Client,
         inputs: Inputs,
         kruise_namespace: String,
+        upgrade: UpgradeContext,
         leader: watch::Receiver<bool>,
         settings: Settings,
     ) -> Running {
@@ -451,6 +496,7 @@ impl SidecarSetController {
             client,
             inputs,
             kruise_namespace,
+            upgrade,
         });
         runtime::start(controller, leader, settings)
     }
@@ -515,10 +561,18 @@ impl Reconciler for SidecarSetController {
         set: Arc<SidecarSet>,
     ) -> BoxFuture<'static, Result<Option<Duration>, ReconcileError>> {
         async move {
-            let done = reconcile(&self.client, &self.inputs, &set, &self.kruise_namespace).await?;
+            let (done, upgraded) = reconcile_and_upgrade(
+                &self.client,
+                &self.inputs,
+                &set,
+                &self.kruise_namespace,
+                &self.upgrade,
+            )
+            .await?;
             tracing::debug!(sidecar_set = set.name(), latest = %done.latest_revision,
-                revision_writes = done.revision_writes, status_written = done.status_written, "reconciled");
-            Ok(None)
+                revision_writes = done.revision_writes, status_written = done.status_written,
+                updated = upgraded.updated, flipped = upgraded.flipped, "reconciled");
+            Ok(upgraded.requeue)
         }
         .boxed()
     }

@@ -9,4 +9,5 @@ pub mod resources;
 pub mod revision;
 pub mod select;
 pub mod status;
+pub mod upgrade;
 pub mod validate;

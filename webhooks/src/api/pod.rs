@@ -7,12 +7,15 @@
 //! Kept, and who reads it:
 //! - `metadata`: `name`, `namespace`, `resourceVersion` (the cache's key and the watch's position),
 //!   `deletionTimestamp` (active pods: deletion protection, SidecarSet status, PUB), `uid` and
-//!   `ownerReferences` (the PUB's workload, its deny metric);
+//!   `ownerReferences` (the PUB's workload, its deny metric), `creationTimestamp` (the SidecarSet
+//!   upgrade order);
 //! - `labels` (selectors) and the annotations of [`READ_ANNOTATIONS`];
 //! - `spec.containers` and `spec.initContainers`: `name`, `image` (SidecarSet consistency and readiness,
 //!   PUB consistency) and of `env` only `IS_INJECTED` (a SidecarSet's sidecar, PUB consistency);
-//! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`), `containerStatuses`
-//!   (`name`, `image`, `imageID`, `containerID`).
+//! - `spec.nodeName` (the SidecarSet upgrade order: unscheduled pods first);
+//! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`, `lastTransitionTime`;
+//!   `message` of `SidecarSetUpgradable` only), `containerStatuses` (`name`, `image`, `imageID`,
+//!   `containerID`, `ready`, `restartCount`).
 //!
 //! A capability that reads more of a cached pod adds it here first.
 
@@ -23,13 +26,14 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
-/// The annotations of other pods that something reads (the SidecarSet status: the injected list, the hash
-/// records, the hot-upgrade work map, the in-place update state; the PUB gate and status: the related PUB,
+/// The annotations of other pods that something reads (the SidecarSet status and upgrade: the injected list,
+/// the hash records (with and without image), the hot-upgrade work map, the in-place update state; the PUB gate and status: the related PUB,
 /// the opt-out, the in-place update records its consistency check reads); the others are dropped when
 /// decoded.
 pub const READ_ANNOTATIONS: &[&str] = &[
     "kruise.io/sidecarset-injected-list",
     "kruise.io/sidecarset-hash",
+    "kruise.io/sidecarset-hash-without-image",
     "kruise.io/sidecarset-working-hotupgrade-container",
     "kruise.io/sidecarset-inplace-update-state",
     "pub.kruise.io/related-pub",
@@ -46,9 +50,13 @@ pub const READ_ANNOTATIONS: &[&str] = &[
 /// others are dropped when decoded.
 pub const INJECTED_ENV: &str = "IS_INJECTED";
 
-/// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods); the others are
-/// dropped when decoded.
-pub const READ_CONDITIONS: &[&str] = &["Ready"];
+/// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods, its upgrade orders
+/// them by time ready; `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes); the
+/// others are dropped when decoded.
+pub const READ_CONDITIONS: &[&str] = &["Ready", UPGRADABLE_CONDITION];
+
+/// The pod condition the SidecarSet controller writes (spec/sidecarset.md §3).
+pub const UPGRADABLE_CONDITION: &str = "SidecarSetUpgradable";
 
 /// A Pod with only the fields read from the cluster view (module docs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -93,6 +101,9 @@ pub struct SlimPodSpec {
     /// `initContainers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_containers: Option<Vec<SlimContainer>>,
+    /// `nodeName`: empty until scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
 }
 
 /// A container's `name`, `image` and its `IS_INJECTED` env var.
@@ -183,13 +194,20 @@ fn read_conditions<'de, D: Deserializer<'de>>(
     let mut conditions = Option::<Vec<SlimPodCondition>>::deserialize(deserializer)?;
     if let Some(list) = &mut conditions {
         list.retain(|c| READ_CONDITIONS.contains(&c.type_.as_str()));
+        for c in list.iter_mut() {
+            // Only the upgrade condition's message is read (Ready's can be long).
+            if c.type_ != UPGRADABLE_CONDITION {
+                c.message = None;
+            }
+        }
         list.shrink_to_fit();
     }
     Ok(conditions)
 }
 
-/// A pod condition's `type` and `status`.
+/// A pod condition's `type`, `status`, `lastTransitionTime`, and `SidecarSetUpgradable`'s `message`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SlimPodCondition {
     /// `type`.
     #[serde(default, rename = "type")]
@@ -197,6 +215,12 @@ pub struct SlimPodCondition {
     /// `status`: `True`, `False` or `Unknown`.
     #[serde(default)]
     pub status: String,
+    /// `lastTransitionTime`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    /// `message` (kept for `SidecarSetUpgradable` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// A container status's `name`, `image`, `imageID` and `containerID`.
@@ -218,6 +242,16 @@ pub struct SlimContainerStatus {
         skip_serializing_if = "Option::is_none"
     )]
     pub container_id: Option<String>,
+    /// `ready`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ready: bool,
+    /// `restartCount`.
+    #[serde(default, rename = "restartCount", skip_serializing_if = "is_zero")]
+    pub restart_count: i32,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 /// A small map of strings in one allocation: the pairs, sorted by key.
@@ -343,6 +377,8 @@ mod wire {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         owner_references: Option<Vec<OwnerReference>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        creation_timestamp: Option<Time>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         deletion_timestamp: Option<Time>,
         #[serde(default, skip_serializing_if = "StrMap::is_empty")]
         labels: StrMap,
@@ -366,6 +402,7 @@ mod wire {
                 uid: None,
                 resource_version: None,
                 owner_references: None,
+                creation_timestamp: None,
                 deletion_timestamp: None,
                 labels: StrMap::default(),
                 annotations: StrMap::default(),
@@ -377,6 +414,7 @@ mod wire {
                     uid: meta.uid,
                     resource_version: meta.resource_version,
                     owner_references: meta.owner_references,
+                    creation_timestamp: meta.creation_timestamp,
                     deletion_timestamp: meta.deletion_timestamp,
                     ..ObjectMeta::default()
                 },
@@ -397,6 +435,7 @@ mod wire {
                     uid: pod.metadata.uid,
                     resource_version: pod.metadata.resource_version,
                     owner_references: pod.metadata.owner_references,
+                    creation_timestamp: pod.metadata.creation_timestamp,
                     deletion_timestamp: pod.metadata.deletion_timestamp,
                     labels: pod.labels,
                     annotations: pod.annotations,
@@ -457,14 +496,17 @@ mod tests {
             json!({
                 "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1", "resourceVersion": "7",
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "r"}],
+                    "creationTimestamp": "2025-01-02T03:04:05Z",
                     "deletionTimestamp": "2025-01-02T03:05:05Z", "labels": {"app": "web"},
-                    "annotations": {"kruise.io/sidecarset-hash": "{}", "kruise.io/sidecarset-injected-list": "s1"}},
+                    "annotations": {"kruise.io/sidecarset-hash": "{}",
+                        "kruise.io/sidecarset-hash-without-image": "{}", "kruise.io/sidecarset-injected-list": "s1"}},
                 "spec": {"containers": [{"name": "app", "image": "app:1"},
                         {"name": "sidecar", "image": "s:1", "env": [{"name": "IS_INJECTED", "value": "true"}]}],
-                    "initContainers": [{"name": "init", "image": "init:1"}]},
-                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                    "initContainers": [{"name": "init", "image": "init:1"}], "nodeName": "n1"},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
+                        "lastTransitionTime": "2025-01-02T03:04:05Z"}],
                     "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "docker://app@sha256:aa",
-                        "containerID": "containerd://c1"}]}
+                        "containerID": "containerd://c1", "ready": true, "restartCount": 2}]}
             })
         );
     }

@@ -9,8 +9,8 @@
 //!   meets an existing name;
 //! - [`desired_status`] and [`status_changed`]: the status to write, and whether it needs writing.
 //!
-//! In-place sidecar upgrade of running pods (§9 "In-place update", §6.2 hot-upgrade flips) is not planned
-//! here.
+//! In-place sidecar upgrade of running pods (§9 "In-place update", §6.2 hot-upgrade flips) is planned in
+//! [`super::upgrade`], over these predicates.
 
 #[cfg(test)]
 mod tests;
@@ -332,7 +332,12 @@ pub fn is_pod_ready(pod: &SlimPod, set: &SidecarSet) -> bool {
 /// The pod's `kruise.io/sidecarset-hash` entries: the current shape, else the legacy name-to-hash map; an
 /// unreadable annotation has none.
 fn pod_upgrade_specs(pod: &SlimPod) -> BTreeMap<String, UpgradeSpec> {
-    let Some(raw) = annotation(pod, HASH_ANNOTATION).filter(|v| !v.is_empty()) else {
+    pod_upgrade_specs_of(pod, HASH_ANNOTATION)
+}
+
+/// The entries of the pod's hash annotation `key` (with or without image), read as [`pod_upgrade_specs`].
+pub(crate) fn pod_upgrade_specs_of(pod: &SlimPod, key: &str) -> BTreeMap<String, UpgradeSpec> {
+    let Some(raw) = annotation(pod, key).filter(|v| !v.is_empty()) else {
         return BTreeMap::new();
     };
     if let Ok(specs) = serde_json::from_str::<BTreeMap<String, UpgradeSpec>>(raw) {
