@@ -15,6 +15,7 @@
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -355,9 +356,43 @@ pub(crate) fn pod_upgrade_specs_of(pod: &SlimPod, key: &str) -> BTreeMap<String,
 
 /// The hash the pod records for the SidecarSet (`GetPodSidecarSetRevision`), `""` when none.
 pub fn pod_sidecarset_hash(pod: &SlimPod, set_name: &str) -> String {
-    pod_upgrade_specs(pod)
-        .remove(set_name)
-        .map(|s| s.hash)
+    pod_hash_of(pod, HASH_ANNOTATION, set_name)
+}
+
+/// An entry of a hash annotation as far as its hash is read: the field types of [`UpgradeSpec`] (so
+/// exactly the annotations that decode as [`pod_upgrade_specs_of`] reads them decode here), borrowed from
+/// the text instead of copied. The controller reads one entry of every matched pod per round.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // every field is decoded for its type check; only `hash` is read
+struct BorrowedSpec<'a> {
+    #[serde(default, borrow)]
+    update_timestamp: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    hash: Cow<'a, str>,
+    #[serde(default, borrow)]
+    sidecar_set_name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    sidecar_list: Option<Vec<Cow<'a, str>>>,
+    #[serde(default, borrow)]
+    controller_revision: Option<Cow<'a, str>>,
+}
+
+/// The hash of `set_name`'s entry in the pod's hash annotation `key`: [`pod_upgrade_specs_of`]'s reading
+/// (the current shape, else the legacy name-to-hash map, else none), without copying the other entries.
+pub(crate) fn pod_hash_of(pod: &SlimPod, key: &str, set_name: &str) -> String {
+    let Some(raw) = annotation(pod, key).filter(|v| !v.is_empty()) else {
+        return String::new();
+    };
+    if let Ok(specs) = serde_json::from_str::<BTreeMap<Cow<'_, str>, BorrowedSpec<'_>>>(raw) {
+        return specs
+            .get(set_name)
+            .map(|s| s.hash.clone().into_owned())
+            .unwrap_or_default();
+    }
+    serde_json::from_str::<BTreeMap<Cow<'_, str>, Cow<'_, str>>>(raw)
+        .ok()
+        .and_then(|legacy| legacy.get(set_name).map(|h| h.clone().into_owned()))
         .unwrap_or_default()
 }
 
@@ -470,12 +505,13 @@ pub fn desired_status(
 ) -> SidecarSetStatus {
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let (mut updated, mut ready, mut updated_ready) = (0, 0, 0);
+    let names = sidecar_container_names(set);
     for pod in matched {
         let is_updated = is_pod_sidecar_updated(set, pod);
         if is_updated {
             updated += 1;
         }
-        if is_pod_state_consistent(pod, set, None) && is_pod_ready(pod, set) {
+        if is_pod_state_consistent(pod, set, Some(&names)) && is_pod_ready(pod, set) {
             ready += 1;
             if is_updated {
                 updated_ready += 1;

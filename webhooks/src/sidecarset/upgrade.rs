@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::select::selector_error;
 use super::status::{
     hot_upgrade_containers, is_pod_ready, is_pod_sidecar_updated, is_pod_state_consistent,
-    pod_upgrade_specs_of, sidecar_container_names,
+    pod_hash_of, sidecar_container_names,
 };
 use crate::api::pod::SlimPod;
 use crate::api::sidecarset::{HASH_WITHOUT_IMAGE_ANNOTATION, SidecarContainer, SidecarSet};
@@ -167,25 +167,27 @@ pub fn upgrade_count(
 /// The pod's without-image hash for the SidecarSet equals the SidecarSet's (else the pod is not
 /// upgradable: a field other than an image changed).
 pub fn without_image_hash_matches(set: &SidecarSet, pod: &SlimPod) -> bool {
-    let pod_hash = pod_upgrade_specs_of(pod, HASH_WITHOUT_IMAGE_ANNOTATION)
-        .remove(set.name())
-        .map(|s| s.hash)
-        .unwrap_or_default();
+    let pod_hash = pod_hash_of(pod, HASH_WITHOUT_IMAGE_ANNOTATION, set.name());
     pod_hash == set.annotation(HASH_WITHOUT_IMAGE_ANNOTATION).unwrap_or("")
 }
 
 /// A ready sidecar container of the SidecarSet whose spec and status differ: a previous update is still
 /// running (`IsSidecarSetUpgradable`'s second test).
 pub fn update_in_progress(set: &SidecarSet, pod: &SlimPod) -> bool {
+    update_in_progress_of(set, pod, &sidecar_container_names(set))
+}
+
+/// [`update_in_progress`] with the SidecarSet's sidecar names read once for a round.
+fn update_in_progress_of(set: &SidecarSet, pod: &SlimPod, names: &BTreeSet<String>) -> bool {
     let statuses = pod
         .status
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref());
-    sidecar_container_names(set).into_iter().any(|name| {
+    names.iter().any(|name| {
         let ready = statuses
             .into_iter()
             .flatten()
-            .any(|s| s.name == name && s.ready);
+            .any(|s| &s.name == name && s.ready);
         ready && !is_pod_state_consistent(pod, set, Some(&BTreeSet::from([name.clone()])))
     })
 }
@@ -276,6 +278,7 @@ pub fn plan_round(set: &SidecarSet, matched: &[Arc<SlimPod>]) -> Round {
         },
         None => Some(None),
     };
+    let names = sidecar_container_names(set);
     let mut candidates = Vec::new();
     if let Some(sel) = selector {
         for (pod, is_updated) in matched.iter().zip(&updated) {
@@ -284,7 +287,7 @@ pub fn plan_round(set: &SidecarSet, matched: &[Arc<SlimPod>]) -> Round {
             }
             if !without_image_hash_matches(set, pod) {
                 round.not_upgradable.push(pod.clone());
-            } else if update_in_progress(set, pod) {
+            } else if update_in_progress_of(set, pod, &names) {
                 round.in_progress += 1;
             } else {
                 candidates.push(pod.clone());
@@ -303,7 +306,7 @@ pub fn plan_round(set: &SidecarSet, matched: &[Arc<SlimPod>]) -> Round {
     let is_ready = |p: &Arc<SlimPod>| ready_by_pod.get(&Arc::as_ptr(p)).copied().unwrap_or(false);
     let unavailable = matched
         .iter()
-        .filter(|pod| !is_ready(pod) || !is_pod_state_consistent(pod, set, None))
+        .filter(|pod| !is_ready(pod) || !is_pod_state_consistent(pod, set, Some(&names)))
         .count();
     let ready: Vec<bool> = candidates.iter().map(is_ready).collect();
     let taken = upgrade_count(&ready, p, m, unavailable);

@@ -193,7 +193,9 @@ fn scatter_terms(terms: &[ScatterTerm], candidates: &[Arc<SlimPod>]) -> Vec<Scat
     if terms.len() == 1 && terms[0].value != "*" {
         return terms.to_vec();
     }
+    // (key, value) in first-seen order, with an index to count them without comparing every one seen.
     let mut found: Vec<(ScatterTerm, usize)> = Vec::new();
+    let mut index: std::collections::HashMap<(&str, &str), usize> = Default::default();
     for term in terms {
         for pod in candidates {
             let Some(val) = pod.labels.get(&term.key) else {
@@ -202,18 +204,18 @@ fn scatter_terms(terms: &[ScatterTerm], candidates: &[Arc<SlimPod>]) -> Vec<Scat
             if term.value != "*" && val != term.value {
                 continue;
             }
-            match found
-                .iter_mut()
-                .find(|(t, _)| t.key == term.key && t.value == val)
-            {
-                Some((_, n)) => *n += 1,
-                None => found.push((
-                    ScatterTerm {
-                        key: term.key.clone(),
-                        value: val.to_owned(),
-                    },
-                    1,
-                )),
+            match index.get(&(term.key.as_str(), val)) {
+                Some(&i) => found[i].1 += 1,
+                None => {
+                    index.insert((term.key.as_str(), val), found.len());
+                    found.push((
+                        ScatterTerm {
+                            key: term.key.clone(),
+                            value: val.to_owned(),
+                        },
+                        1,
+                    ));
+                }
             }
         }
     }
@@ -274,6 +276,7 @@ fn scatter_by(
     term: &ScatterTerm,
     candidates: Vec<Arc<SlimPod>>,
     all: &[Arc<SlimPod>],
+    densities: &mut Densities,
 ) -> Vec<Arc<SlimPod>> {
     let is_match = |p: &SlimPod| p.labels.get(&term.key).unwrap_or("") == term.value;
     let (mut matched, unmatched): (Vec<_>, Vec<_>) =
@@ -281,8 +284,9 @@ fn scatter_by(
     if matched.len() <= 1 || unmatched.len() <= 1 {
         return candidates;
     }
-    let total_m = all.iter().filter(|p| is_match(p)).count().max(2) - 1;
-    let total_u = all.iter().filter(|p| !is_match(p)).count().max(1);
+    let all_matched = densities.count(all, term);
+    let total_m = all_matched.max(2) - 1;
+    let total_u = (all.len() - all_matched).max(1);
     let last = matched.pop().expect("at least two matched");
     let g = groups_by_density(total_m, total_u, matched.len(), unmatched.len());
     let mut matched: std::collections::VecDeque<_> = matched.into();
@@ -297,6 +301,25 @@ fn scatter_by(
     out.extend(unmatched);
     out.push(last);
     out
+}
+
+/// How many of all the matched pods carry each value of a label key (`""` for those without it), counted
+/// once per key for every scatter term of a round.
+#[derive(Default)]
+struct Densities(std::collections::HashMap<String, std::collections::HashMap<String, usize>>);
+
+impl Densities {
+    fn count(&mut self, all: &[Arc<SlimPod>], term: &ScatterTerm) -> usize {
+        let by_value = self.0.entry(term.key.clone()).or_insert_with(|| {
+            let mut by_value = std::collections::HashMap::new();
+            for pod in all {
+                let value = pod.labels.get(&term.key).unwrap_or("");
+                *by_value.entry(value.to_owned()).or_insert(0) += 1;
+            }
+            by_value
+        });
+        by_value.get(term.value.as_str()).copied().unwrap_or(0)
+    }
 }
 
 /// Sorts `candidates` for the update (§9 step 6); `all` is every matched pod (the scatter densities).
@@ -321,8 +344,9 @@ pub fn sort(
     }
     let terms = scatter_strategy(set);
     if !terms.is_empty() && candidates.len() > 1 {
+        let mut densities = Densities::default();
         for term in scatter_terms(&terms, &candidates) {
-            candidates = scatter_by(&term, candidates, all);
+            candidates = scatter_by(&term, candidates, all, &mut densities);
         }
     }
     candidates
