@@ -6,12 +6,14 @@
 //! `{total 5, desired 4, current 5, allowed 1}`; "now" is 2026-03-01T10:00:00Z. Expected bodies are written
 //! by hand from the scenarios.
 
+mod common;
+
+use common::mock_api::{Handle, Send, expect, mock, respond};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, StatusCode};
 use k8s_openapi::jiff::Timestamp;
-use kube::client::Body;
 use kube::runtime::watcher::Event;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -26,9 +28,6 @@ use kruise_webhooks::FeatureGates;
 use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::podunavailablebudget::PodUnavailableBudget;
 
-type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
-type Send = tower_test::mock::SendResponse<Response<Body>>;
-
 const PUB: &str = "/apis/policy.kruise.io/v1beta1/namespaces/default/podunavailablebudgets/pub-web";
 const STATUS: &str =
     "/apis/policy.kruise.io/v1beta1/namespaces/default/podunavailablebudgets/pub-web/status";
@@ -37,42 +36,6 @@ const NOW: &str = "2026-03-01T10:00:00Z";
 
 fn now() -> Timestamp {
     NOW.parse().unwrap()
-}
-
-struct Call {
-    content_type: String,
-    body: Value,
-    send: Send,
-}
-
-async fn expect(handle: &mut Handle, method: Method, path: &str) -> Call {
-    let (request, send) = tokio::time::timeout(Duration::from_secs(30), handle.next_request())
-        .await
-        .unwrap_or_else(|_| panic!("no {method} {path} within 30 s"))
-        .expect("client alive");
-    let content_type = request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let (m, p) = (request.method().clone(), request.uri().path().to_owned());
-    let raw = request.into_body().collect_bytes().await.unwrap().to_vec();
-    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    assert_eq!((&m, p.as_str()), (&method, path), "body: {body}");
-    Call {
-        content_type,
-        body,
-        send,
-    }
-}
-
-fn respond(send: Send, status: StatusCode, body: &Value) {
-    send.send_response(
-        Response::builder()
-            .status(status)
-            .body(Body::from(serde_json::to_vec(body).unwrap()))
-            .unwrap(),
-    );
 }
 
 fn failure(code: u16, reason: &str) -> Value {
@@ -212,11 +175,6 @@ fn stores(setup: &Setup, client: kube::Client) -> Stores {
         pods,
         workloads: publishers,
     }
-}
-
-fn mock() -> (kube::Client, Handle) {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    (kube::Client::new(service, "default"), handle)
 }
 
 type Run = tokio::task::JoinHandle<(

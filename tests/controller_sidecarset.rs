@@ -2,11 +2,13 @@
 //! asserted (method, path, body) and answered, conflicts included. Cluster state comes from a
 //! [`Snapshot`]; expected bodies are written by hand from the spec.
 
+mod common;
+
+use common::mock_api::{Handle, Send, expect, mock, respond};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Method, Request, Response, StatusCode};
-use kube::client::Body;
+use http::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -22,9 +24,6 @@ use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kube::runtime::watcher::Event;
 
-type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
-type Send = tower_test::mock::SendResponse<Response<Body>>;
-
 const REVISIONS: &str = "/apis/apps/v1/namespaces/kruise-system/controllerrevisions";
 const SET: &str = "/apis/apps.kruise.io/v1beta1/sidecarsets/sidecarset1";
 const STATUS: &str = "/apis/apps.kruise.io/v1beta1/sidecarsets/sidecarset1/status";
@@ -35,48 +34,6 @@ const DATA: &str = r#"{"spec":{"$patch":"replace","containers":[{"image":"dns:1.
 const NAME_0: &str = "sidecarset1-788d67c95d";
 /// ... and of DATA + "1": 3448237519.
 const NAME_1: &str = "sidecarset1-788d67c95f";
-
-struct Call {
-    method: Method,
-    path: String,
-    content_type: String,
-    raw: Vec<u8>,
-    body: Value,
-    send: Send,
-}
-
-async fn expect(handle: &mut Handle, method: Method, path: &str) -> Call {
-    let (request, send) = tokio::time::timeout(Duration::from_secs(30), handle.next_request())
-        .await
-        .unwrap_or_else(|_| panic!("no {method} {path} within 30 s"))
-        .expect("client alive");
-    let content_type = request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let (m, p) = (request.method().clone(), request.uri().path().to_owned());
-    let raw = request.into_body().collect_bytes().await.unwrap().to_vec();
-    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    assert_eq!((&m, p.as_str()), (&method, path), "body: {body}");
-    Call {
-        method: m,
-        path: p,
-        content_type,
-        raw,
-        body,
-        send,
-    }
-}
-
-fn respond(send: Send, status: StatusCode, body: &Value) {
-    send.send_response(
-        Response::builder()
-            .status(status)
-            .body(Body::from(serde_json::to_vec(body).unwrap()))
-            .unwrap(),
-    );
-}
 
 fn failure(code: u16, reason: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": reason, "code": code, "message": reason})
@@ -143,11 +100,6 @@ fn snapshot(set: Value, revisions: Vec<Value>) -> Snapshot {
         pods: vec![Arc::new(serde_json::from_value(pod_json("web-1")).unwrap())],
         namespaces: [("default".to_owned(), Default::default())].into(),
     }
-}
-
-fn mock() -> (kube::Client, Handle) {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    (kube::Client::new(service, "default"), handle)
 }
 
 /// Expects the create of revision 1 named `name`, with DATA byte for byte; answers with `status`.

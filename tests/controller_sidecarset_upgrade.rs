@@ -2,12 +2,13 @@
 //! (tower-test): each call is asserted (method, path, body) and answered, conflicts and PodUnavailableBudget
 //! refusals included. Expected pod bodies are written by hand from the spec.
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use http::{Method, Request, Response, StatusCode};
+use common::mock_api::{Handle, expect, mock, respond};
+use std::sync::Arc;
+
+use http::{Method, StatusCode};
 use k8s_openapi::jiff::Timestamp;
-use kube::client::Body;
 use serde_json::{Value, json};
 
 use kruise_webhook::controller::sidecarset::upgrade::{BUDGET_RETRY, EXPECTATIONS_RETRY};
@@ -18,48 +19,9 @@ use kruise_webhook::metrics::Metrics;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::sidecarset::status::candidate_revision;
 
-type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
-type Send = tower_test::mock::SendResponse<Response<Body>>;
-
 const POD: &str = "/api/v1/namespaces/default/pods/web-1";
 const POD_STATUS: &str = "/api/v1/namespaces/default/pods/web-1/status";
 const NOW: &str = "2026-03-04T05:06:07Z";
-
-struct Call {
-    content_type: String,
-    body: Value,
-    send: Send,
-}
-
-async fn expect(handle: &mut Handle, method: Method, path: &str) -> Call {
-    let (request, send) = tokio::time::timeout(Duration::from_secs(30), handle.next_request())
-        .await
-        .unwrap_or_else(|_| panic!("no {method} {path} within 30 s"))
-        .expect("client alive");
-    let content_type = request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let (m, p) = (request.method().clone(), request.uri().path().to_owned());
-    let raw = request.into_body().collect_bytes().await.unwrap().to_vec();
-    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    assert_eq!((&m, p.as_str()), (&method, path), "body: {body}");
-    Call {
-        content_type,
-        body,
-        send,
-    }
-}
-
-fn respond(send: Send, status: StatusCode, body: &Value) {
-    send.send_response(
-        Response::builder()
-            .status(status)
-            .body(Body::from(serde_json::to_vec(body).unwrap()))
-            .unwrap(),
-    );
-}
 
 fn failure(code: u16, reason: &str, message: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": reason,
@@ -144,11 +106,6 @@ fn latest(source: &Snapshot) -> String {
         .latest_revision
         .clone()
         .unwrap()
-}
-
-fn mock() -> (kube::Client, Handle) {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    (kube::Client::new(service, "default"), handle)
 }
 
 fn context(client: &kube::Client) -> UpgradeContext {

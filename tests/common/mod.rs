@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod apiserver;
+pub mod mock_api;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
