@@ -429,6 +429,22 @@ pub async fn reconcile_and_upgrade(
 ) -> Result<(Reconciled, Upgraded), ReconcileError> {
     let pods = source.pods_injected_by(set.name());
     let (done, matched) = reconcile_status(client, source, set, kruise_namespace, &pods).await?;
+    // The pods updated now record the revision just registered (OpenKruise sets `sidecarSet.Status` to the
+    // status it wrote before the update round), not the one the cached object still shows.
+    let recorded = set
+        .status
+        .as_ref()
+        .and_then(|s| s.latest_revision.as_deref());
+    let fresh;
+    let set = if recorded == Some(done.latest_revision.as_str()) || done.latest_revision.is_empty()
+    {
+        set
+    } else {
+        let mut copy = set.clone();
+        copy.status.get_or_insert_default().latest_revision = Some(done.latest_revision.clone());
+        fresh = copy;
+        &fresh
+    };
     let upgraded = upgrade::upgrade(client, ctx, set, &matched, &pods).await?;
     Ok((done, upgraded))
 }

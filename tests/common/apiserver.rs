@@ -39,6 +39,17 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "podunavailablebudgets",
         "PodUnavailableBudgetList",
     ),
+    // Cluster-scoped: an empty segment.
+    (
+        "/apis/apps.kruise.io/v1beta1/sidecarsets",
+        "",
+        "SidecarSetList",
+    ),
+    (
+        "/apis/apps/v1/controllerrevisions",
+        "controllerrevisions",
+        "ControllerRevisionList",
+    ),
 ];
 
 /// A status write as the stand-in saw it.
@@ -70,7 +81,15 @@ struct State {
     conflicts: usize,
     /// Requests the stand-in does not serve.
     unexpected: Vec<String>,
+    /// Every request other than a GET, as `METHOD path`.
+    writes: Vec<String>,
+    /// Called with each object stored, under the stand-in's lock (so in the order of the writes).
+    observers: Vec<Observer>,
+    /// Receive each object stored of a collection.
+    subscribers: Vec<(&'static str, mpsc::UnboundedSender<Value>)>,
 }
+
+type Observer = Box<dyn FnMut(&Value) + Send>;
 
 /// The stand-in API server.
 #[derive(Clone, Default)]
@@ -128,6 +147,19 @@ fn route(path: &str) -> Option<Target> {
         let sub = parts.next().map(str::to_owned);
         return Some((all, Some(ns.to_owned()), name, sub));
     }
+    // A cluster-scoped object: <all>/<name>[/<sub>].
+    for (all, segment, _) in COLLECTIONS {
+        let Some(rest) = path.strip_prefix(&format!("{all}/")) else {
+            continue;
+        };
+        if !segment.is_empty() {
+            continue;
+        }
+        let mut parts = rest.split('/');
+        let name = parts.next().map(str::to_owned);
+        let sub = parts.next().map(str::to_owned);
+        return Some((all, None, name, sub));
+    }
     None
 }
 
@@ -160,6 +192,8 @@ impl StandIn {
             "Pod" => COLLECTIONS[1].0,
             "PersistentVolumeClaim" => COLLECTIONS[2].0,
             "PodUnavailableBudget" => COLLECTIONS[3].0,
+            "SidecarSet" => COLLECTIONS[4].0,
+            "ControllerRevision" => COLLECTIONS[5].0,
             other => panic!("the stand-in does not serve {other}"),
         }
     }
@@ -203,6 +237,12 @@ impl StandIn {
             .entry(collection)
             .or_default()
             .insert(key, object.clone());
+        for observe in &mut state.observers {
+            observe(object);
+        }
+        state
+            .subscribers
+            .retain(|(c, tx)| *c != collection || tx.unbounded_send(object.clone()).is_ok());
         let line = Bytes::from(format!(r#"{{"type":"{event}","object":{object}}}"#) + "\n");
         state.events.push((collection, rv, line.clone()));
         state
@@ -250,6 +290,9 @@ impl StandIn {
         let (parts, body) = request.into_parts();
         let path = parts.uri.path().to_owned();
         let body = body.collect_bytes().await.unwrap_or_default();
+        if parts.method != Method::GET {
+            self.lock().writes.push(format!("{} {path}", parts.method));
+        }
         if parts.method == Method::POST && path.ends_with("/events") {
             let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             self.lock().events_posted.push(event.clone());
@@ -277,6 +320,28 @@ impl StandIn {
             }
             (&Method::PUT, Some(name), Some("status")) => {
                 self.replace_status(collection, namespace.unwrap_or_default(), name, &body)
+            }
+            (&Method::POST, None, None) => self.create(collection, namespace, &body),
+            (&Method::PUT, Some(name), None) => {
+                self.replace(collection, (namespace.unwrap_or_default(), name), &body)
+            }
+            (&Method::PATCH, Some(name), None | Some("status")) => {
+                let strategic = parts
+                    .headers
+                    .get(http::header::CONTENT_TYPE)
+                    .is_some_and(|t| {
+                        t.as_bytes()
+                            .starts_with(b"application/strategic-merge-patch")
+                    });
+                self.patch(
+                    collection,
+                    (namespace.unwrap_or_default(), name),
+                    &body,
+                    strategic,
+                )
+            }
+            (&Method::DELETE, Some(name), None) => {
+                self.delete(collection, (namespace.unwrap_or_default(), name))
             }
             _ => self.unknown(&parts.method, &parts.uri),
         }
@@ -402,5 +467,217 @@ impl StandIn {
         Self::store(&mut state, collection, &mut stored, "MODIFIED");
         record(&mut state, 200);
         respond(StatusCode::OK, stored.to_string())
+    }
+
+    // -----------------------------------------------------------------------------------------------------
+    // Object writes (POST, PUT, PATCH, DELETE), as the SidecarSet controller makes them
+    // -----------------------------------------------------------------------------------------------------
+
+    /// Every request other than a GET so far, as `METHOD path`.
+    pub fn writes(&self) -> Vec<String> {
+        self.lock().writes.clone()
+    }
+
+    /// Calls `observe` with every object stored from now on, under the stand-in's lock: it sees the
+    /// writes one at a time, in order, and nothing is written while it runs.
+    pub fn observe(&self, observe: impl FnMut(&Value) + Send + 'static) {
+        self.lock().observers.push(Box::new(observe));
+    }
+
+    /// Every object of `kind` stored from now on.
+    pub fn subscribe(&self, kind: &str) -> mpsc::UnboundedReceiver<Value> {
+        let collection = Self::collection_of(&json!({"kind": kind}));
+        let (tx, rx) = mpsc::unbounded();
+        self.lock().subscribers.push((collection, tx));
+        rx
+    }
+
+    /// Every stored object of `kind`.
+    pub fn all(&self, kind: &str) -> Vec<Value> {
+        let collection = Self::collection_of(&json!({"kind": kind}));
+        self.lock()
+            .objects
+            .get(collection)
+            .map(|c| c.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Edits a stored object in place, as a kubelet or another controller would (one atomic write, a new
+    /// resourceVersion); `edit` returns false to leave it as it is. False when there is no such object.
+    pub fn update(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        edit: impl FnOnce(&mut Value) -> bool,
+    ) -> bool {
+        let collection = Self::collection_of(&json!({"kind": kind}));
+        let mut state = self.lock();
+        let key = (namespace.to_owned(), name.to_owned());
+        let Some(mut object) = state
+            .objects
+            .get(collection)
+            .and_then(|c| c.get(&key))
+            .cloned()
+        else {
+            return false;
+        };
+        if !edit(&mut object) {
+            return false;
+        }
+        Self::store(&mut state, collection, &mut object, "MODIFIED");
+        true
+    }
+
+    fn not_found(name: &str) -> Response<Body> {
+        failure(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!("{name:?} not found"),
+        )
+    }
+
+    fn conflict(name: &str) -> Response<Body> {
+        failure(
+            StatusCode::CONFLICT,
+            "Conflict",
+            &format!(
+                "Operation cannot be fulfilled on {name:?}: the object has been modified; please apply your changes to the latest version and try again"
+            ),
+        )
+    }
+
+    fn create(
+        &self,
+        collection: &'static str,
+        namespace: Option<String>,
+        body: &[u8],
+    ) -> Response<Body> {
+        let Ok(mut object) = serde_json::from_slice::<Value>(body) else {
+            return failure(StatusCode::BAD_REQUEST, "BadRequest", "not JSON");
+        };
+        if let Some(ns) = namespace {
+            object["metadata"]["namespace"] = json!(ns);
+        }
+        let mut state = self.lock();
+        let key = Self::key(&object);
+        if state
+            .objects
+            .get(collection)
+            .is_some_and(|c| c.contains_key(&key))
+        {
+            return failure(
+                StatusCode::CONFLICT,
+                "AlreadyExists",
+                &format!("{:?} already exists", key.1),
+            );
+        }
+        Self::store(&mut state, collection, &mut object, "ADDED");
+        respond(StatusCode::CREATED, object.to_string())
+    }
+
+    /// PUT of the whole object: refused on a stale resourceVersion; the status stays the stored one.
+    fn replace(
+        &self,
+        collection: &'static str,
+        key: (String, String),
+        body: &[u8],
+    ) -> Response<Body> {
+        let Ok(mut sent) = serde_json::from_slice::<Value>(body) else {
+            return failure(StatusCode::BAD_REQUEST, "BadRequest", "not JSON");
+        };
+        let mut state = self.lock();
+        let Some(stored) = state.objects.get(collection).and_then(|c| c.get(&key)) else {
+            return Self::not_found(&key.1);
+        };
+        if sent["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"] {
+            return Self::conflict(&key.1);
+        }
+        if let Some(status) = stored.get("status").cloned() {
+            sent["status"] = status;
+        }
+        Self::store(&mut state, collection, &mut sent, "MODIFIED");
+        respond(StatusCode::OK, sent.to_string())
+    }
+
+    /// A merge patch, or a strategic one (lists named `conditions` merge by `type`, other lists are
+    /// replaced: all the SidecarSet controller sends); a resourceVersion in the patch is a precondition.
+    fn patch(
+        &self,
+        collection: &'static str,
+        key: (String, String),
+        body: &[u8],
+        strategic: bool,
+    ) -> Response<Body> {
+        let Ok(patch) = serde_json::from_slice::<Value>(body) else {
+            return failure(StatusCode::BAD_REQUEST, "BadRequest", "not JSON");
+        };
+        let mut state = self.lock();
+        let Some(mut object) = state
+            .objects
+            .get(collection)
+            .and_then(|c| c.get(&key))
+            .cloned()
+        else {
+            return Self::not_found(&key.1);
+        };
+        if let Some(rv) = patch["metadata"].get("resourceVersion")
+            && !rv.is_null()
+            && *rv != object["metadata"]["resourceVersion"]
+        {
+            return Self::conflict(&key.1);
+        }
+        merge(&mut object, &patch, strategic);
+        Self::store(&mut state, collection, &mut object, "MODIFIED");
+        respond(StatusCode::OK, object.to_string())
+    }
+
+    fn delete(&self, collection: &'static str, key: (String, String)) -> Response<Body> {
+        let mut state = self.lock();
+        let Some(mut object) = state
+            .objects
+            .get_mut(collection)
+            .and_then(|c| c.remove(&key))
+        else {
+            return Self::not_found(&key.1);
+        };
+        state.resource_version += 1;
+        let rv = state.resource_version;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let line = Bytes::from(format!(r#"{{"type":"DELETED","object":{object}}}"#) + "\n");
+        state.events.push((collection, rv, line.clone()));
+        state
+            .watchers
+            .retain(|(c, tx)| *c != collection || tx.unbounded_send(line.clone()).is_ok());
+        respond(StatusCode::OK, object.to_string())
+    }
+}
+
+/// RFC 7386 merge of `patch` into `target`; with `strategic`, lists named `conditions` merge by `type`.
+fn merge(target: &mut Value, patch: &Value, strategic: bool) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    for (k, v) in fields {
+        if v.is_null() {
+            target.as_object_mut().map(|t| t.remove(k));
+            continue;
+        }
+        let slot = &mut target[k.as_str()];
+        match (strategic && k == "conditions", v, &mut *slot) {
+            (true, Value::Array(items), Value::Array(existing)) => {
+                for item in items {
+                    match existing.iter_mut().find(|e| e["type"] == item["type"]) {
+                        Some(e) => merge(e, item, strategic),
+                        None => existing.push(item.clone()),
+                    }
+                }
+            }
+            _ => merge(slot, v, strategic),
+        }
     }
 }
