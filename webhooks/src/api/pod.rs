@@ -261,6 +261,16 @@ pub struct StrMap(Box<[(Box<str>, Box<str>)]>);
 impl StrMap {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
+        // A pod's labels and kept annotations are a handful, and their keys share long prefixes
+        // (`kruise.io/sidecarset-…`): comparing lengths first skips almost every byte comparison, where a
+        // binary search compares the common prefix at each step.
+        if self.0.len() <= 8 {
+            return self
+                .0
+                .iter()
+                .find(|(k, _)| k.len() == key.len() && **k == *key)
+                .map(|(_, v)| &**v);
+        }
         self.0
             .binary_search_by(|(k, _)| (**k).cmp(key))
             .ok()

@@ -187,40 +187,92 @@ fn priority(strategy: &PriorityStrategy, pod: &SlimPod) -> i64 {
         .map_or(0, int_suffix)
 }
 
+/// A label value absent from a pod.
+const ABSENT: u32 = u32::MAX;
+
+/// The candidates' values of each scatter key, read once per round and interned per key, so that the
+/// terms are counted and matched by comparing integers and the candidates move as indexes.
+struct LabelTable<'a> {
+    keys: std::collections::HashMap<&'a str, Column<'a>>,
+}
+
+/// The values of one label key: value to id, id to value, and `of[i]` = the id of candidate `i`'s value
+/// or [`ABSENT`].
+struct Column<'a> {
+    ids: std::collections::HashMap<&'a str, u32>,
+    names: Vec<&'a str>,
+    of: Vec<u32>,
+}
+
+impl<'a> LabelTable<'a> {
+    fn new(terms: &'a [ScatterTerm], candidates: &'a [Arc<SlimPod>]) -> Self {
+        let mut keys = std::collections::HashMap::new();
+        for term in terms {
+            keys.entry(term.key.as_str()).or_insert_with(|| {
+                let mut ids = std::collections::HashMap::new();
+                let mut names = Vec::new();
+                let of = candidates
+                    .iter()
+                    .map(|p| match p.labels.get(&term.key) {
+                        None => ABSENT,
+                        Some(v) => *ids.entry(v).or_insert_with(|| {
+                            names.push(v);
+                            (names.len() - 1) as u32
+                        }),
+                    })
+                    .collect();
+                Column { ids, names, of }
+            });
+        }
+        Self { keys }
+    }
+
+    /// The ids of `key` per candidate, and the id of `value` (`None` when no candidate has it).
+    fn column(&self, key: &str, value: &str) -> (&[u32], Option<u32>) {
+        match self.keys.get(key) {
+            Some(c) => (&c.of, c.ids.get(value).copied()),
+            None => (&[], None),
+        }
+    }
+}
+
 /// The scatter terms in effect: a single term as written; several (or `*`) expanded to the (key, value)
 /// pairs found on the candidates, most frequent first, first seen first among equals.
-fn scatter_terms(terms: &[ScatterTerm], candidates: &[Arc<SlimPod>]) -> Vec<ScatterTerm> {
+fn scatter_terms(terms: &[ScatterTerm], table: &LabelTable<'_>) -> Vec<ScatterTerm> {
     if terms.len() == 1 && terms[0].value != "*" {
         return terms.to_vec();
     }
-    // (key, value) in first-seen order, with an index to count them without comparing every one seen.
-    let mut found: Vec<(ScatterTerm, usize)> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, &str), usize> = Default::default();
+    // (key, value id) in first-seen order, with an index to count them.
+    let mut found: Vec<((&str, u32), usize)> = Vec::new();
+    let mut index: std::collections::HashMap<(&str, u32), usize> = Default::default();
     for term in terms {
-        for pod in candidates {
-            let Some(val) = pod.labels.get(&term.key) else {
-                continue;
-            };
-            if term.value != "*" && val != term.value {
+        let (of, wanted) = table.column(&term.key, &term.value);
+        let any = term.value == "*";
+        if !any && wanted.is_none() {
+            continue;
+        }
+        for &id in of {
+            if id == ABSENT || (!any && Some(id) != wanted) {
                 continue;
             }
-            match index.get(&(term.key.as_str(), val)) {
+            let key = (term.key.as_str(), id);
+            match index.get(&key) {
                 Some(&i) => found[i].1 += 1,
                 None => {
-                    index.insert((term.key.as_str(), val), found.len());
-                    found.push((
-                        ScatterTerm {
-                            key: term.key.clone(),
-                            value: val.to_owned(),
-                        },
-                        1,
-                    ));
+                    index.insert(key, found.len());
+                    found.push((key, 1));
                 }
             }
         }
     }
     found.sort_by_key(|f| std::cmp::Reverse(f.1));
-    found.into_iter().map(|(t, _)| t).collect()
+    found
+        .into_iter()
+        .map(|((key, id), _)| ScatterTerm {
+            key: key.to_owned(),
+            value: table.keys[key].names[id as usize].to_owned(),
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -258,11 +310,7 @@ fn groups_by_density(total_m: usize, total_u: usize, m: usize, u: usize) -> Grou
     }
 }
 
-fn take(
-    from: &mut std::collections::VecDeque<Arc<SlimPod>>,
-    into: &mut Vec<Arc<SlimPod>>,
-    n: usize,
-) {
+fn take(from: &mut std::collections::VecDeque<u32>, into: &mut Vec<u32>, n: usize) {
     for _ in 0..n {
         match from.pop_front() {
             Some(p) => into.push(p),
@@ -271,18 +319,29 @@ fn take(
     }
 }
 
-/// Spreads the candidates carrying `term` among the others, the last of them at the very end.
-fn scatter_by(
+/// Spreads the candidates carrying `term` among the others, the last of them at the very end. `order`
+/// holds candidate indexes into `table`'s columns.
+fn scatter_by<'a>(
     term: &ScatterTerm,
-    candidates: Vec<Arc<SlimPod>>,
-    all: &[Arc<SlimPod>],
-    densities: &mut Densities,
-) -> Vec<Arc<SlimPod>> {
-    let is_match = |p: &SlimPod| p.labels.get(&term.key).unwrap_or("") == term.value;
-    let (mut matched, unmatched): (Vec<_>, Vec<_>) =
-        candidates.iter().cloned().partition(|p| is_match(p));
+    order: Vec<u32>,
+    table: &LabelTable<'_>,
+    all: &'a [Arc<SlimPod>],
+    densities: &mut Densities<'a>,
+) -> Vec<u32> {
+    // A pod without the key carries `""` (OpenKruise reads a missing label as the empty value).
+    let (of, wanted) = table.column(&term.key, &term.value);
+    let absent_matches = term.value.is_empty();
+    let is_match = |i: u32| {
+        let id = of.get(i as usize).copied().unwrap_or(ABSENT);
+        if id == ABSENT {
+            absent_matches
+        } else {
+            Some(id) == wanted
+        }
+    };
+    let (mut matched, unmatched): (Vec<u32>, Vec<u32>) = order.iter().partition(|&&i| is_match(i));
     if matched.len() <= 1 || unmatched.len() <= 1 {
-        return candidates;
+        return order;
     }
     let all_matched = densities.count(all, term);
     let total_m = all_matched.max(2) - 1;
@@ -291,7 +350,7 @@ fn scatter_by(
     let g = groups_by_density(total_m, total_u, matched.len(), unmatched.len());
     let mut matched: std::collections::VecDeque<_> = matched.into();
     let mut unmatched: std::collections::VecDeque<_> = unmatched.into();
-    let mut out = Vec::with_capacity(candidates.len());
+    let mut out = Vec::with_capacity(order.len());
     take(&mut unmatched, &mut out, g.unmatched_first);
     for _ in 0..g.count {
         take(&mut matched, &mut out, g.matched);
@@ -306,15 +365,16 @@ fn scatter_by(
 /// How many of all the matched pods carry each value of a label key (`""` for those without it), counted
 /// once per key for every scatter term of a round.
 #[derive(Default)]
-struct Densities(std::collections::HashMap<String, std::collections::HashMap<String, usize>>);
+struct Densities<'a>(std::collections::HashMap<String, std::collections::HashMap<&'a str, usize>>);
 
-impl Densities {
-    fn count(&mut self, all: &[Arc<SlimPod>], term: &ScatterTerm) -> usize {
+impl<'a> Densities<'a> {
+    fn count(&mut self, all: &'a [Arc<SlimPod>], term: &ScatterTerm) -> usize {
         let by_value = self.0.entry(term.key.clone()).or_insert_with(|| {
             let mut by_value = std::collections::HashMap::new();
             for pod in all {
-                let value = pod.labels.get(&term.key).unwrap_or("");
-                *by_value.entry(value.to_owned()).or_insert(0) += 1;
+                *by_value
+                    .entry(pod.labels.get(&term.key).unwrap_or(""))
+                    .or_insert(0) += 1;
             }
             by_value
         });
@@ -343,11 +403,17 @@ pub fn sort(
         candidates = keyed.into_iter().map(|(_, p)| p).collect();
     }
     let terms = scatter_strategy(set);
-    if !terms.is_empty() && candidates.len() > 1 {
-        let mut densities = Densities::default();
-        for term in scatter_terms(&terms, &candidates) {
-            candidates = scatter_by(&term, candidates, all, &mut densities);
-        }
+    if terms.is_empty() || candidates.len() < 2 {
+        return candidates;
     }
-    candidates
+    let table = LabelTable::new(&terms, &candidates);
+    let mut densities = Densities::default();
+    let mut order: Vec<u32> = (0..candidates.len() as u32).collect();
+    for term in scatter_terms(&terms, &table) {
+        order = scatter_by(&term, order, &table, all, &mut densities);
+    }
+    order
+        .into_iter()
+        .map(|i| candidates[i as usize].clone())
+        .collect()
 }
