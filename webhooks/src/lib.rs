@@ -19,6 +19,7 @@ pub mod error;
 pub mod features;
 pub mod fixture;
 pub mod json;
+pub mod launch_priority;
 pub mod pod;
 pub mod podunavailablebudget;
 pub mod quantity;

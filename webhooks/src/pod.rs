@@ -3,8 +3,8 @@
 //! Entry point: [`mutate`]. The pod of the request ([`RawPod`]: container lists kept raw until read) is
 //! edited in place by each step; the answer is one RFC 6902 patch from the pod as received (namespace filled
 //! in first, so it never appears in the patch) to the result.
-//! Steps owned by later issues (WorkloadSpread, container launch priority, PersistentPodState, enhanced
-//! liveness, PodProbeMarker) are explicit no-ops here until they land.
+//! Steps owned by later issues (WorkloadSpread, PersistentPodState, enhanced liveness, PodProbeMarker) are
+//! explicit no-ops here until they land.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +14,10 @@ use crate::admission::{AdmissionRequest, Operation};
 use crate::api::podunavailablebudget::{DEPRECATED_RELATED_PUB_ANNOTATION, RELATED_PUB_ANNOTATION};
 use crate::api::sidecarset::HASH_ANNOTATION;
 use crate::features::FeatureGates;
-use crate::json::rawpod::{RawPod, Section, elements_of, string_map};
+use crate::json::patch::Json;
+use crate::json::rawpod::{Item, RawPod, Section, elements_of, string_map};
 use crate::json::{self, string_value};
+use crate::launch_priority;
 use crate::podunavailablebudget::{self as pub_budget, related};
 use crate::selector::WithLabel;
 use crate::sidecarset::inject::{self, InjectOptions};
@@ -232,6 +234,54 @@ fn sidecarset_step(
     Ok(())
 }
 
+/// Step 4: container launch priority (spec/container-launch-priority.md §3), on the containers as SidecarSet
+/// injection left them. A priority that does not parse stops the chain (500, Go's text).
+fn launch_priority_step(
+    doc: &mut RawPod<'_>,
+    req: &AdmissionRequest,
+    ctx: &PodContext<'_>,
+) -> Result<(), WebhookError> {
+    if req.operation != Operation::Create || doc.containers.current_len() == 1 {
+        return Ok(());
+    }
+    // Most pods have neither the annotation nor the env: tell without parsing a container.
+    let ordered =
+        doc.annotation(launch_priority::PRIORITY_ANNOTATION) == Some(launch_priority::ORDERED);
+    if !ordered
+        && !doc
+            .containers
+            .any_may_contain("env", launch_priority::PRIORITY_ENV)
+    {
+        return Ok(());
+    }
+    let containers = match doc.containers.current() {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let outcome = launch_priority::mutate(
+        containers,
+        doc.metadata_str("name"),
+        doc.metadata_str("generateName"),
+        doc.annotation(launch_priority::PRIORITY_ANNOTATION),
+        ctx.random,
+    )
+    .map_err(WebhookError::Failed)?;
+    let Some(launch) = outcome else {
+        return Ok(());
+    };
+    if let Some(name) = launch.name {
+        *doc.edit(Section::Metadata, "name") = Some(Value::String(name));
+    }
+    doc.containers.set(
+        launch
+            .containers
+            .into_iter()
+            .map(|c| Item::New(Json::Value(c)))
+            .collect(),
+    );
+    Ok(())
+}
+
 /// Step 5: the PUB that guards the pod, named in `pub.kruise.io/related-pub` and its legacy twin
 /// `kruise.io/related-pub` (spec/podunavailablebudget.md §5, pod-mutating-misc.md §6), when either PUB gate
 /// is on.
@@ -287,7 +337,7 @@ pub fn mutate(
     readiness_gate(&mut doc, req, ctx.gates); // 1
     // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
     sidecarset_step(&mut doc, &labels, req, view, ctx, &mut verdict)?; // 3
-    // 4: container launch priority — owned by a later issue; no-op here.
+    launch_priority_step(&mut doc, req, ctx)?; // 4
     related_pub_step(&mut doc, &labels, req, view, ctx); // 5
     // 6: PersistentPodState, 7: enhanced liveness probe, 8: PodProbeMarker on serverless — owned by later
     // issues; no-ops here.

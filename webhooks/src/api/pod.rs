@@ -11,7 +11,8 @@
 //!   upgrade order);
 //! - `labels` (selectors) and the annotations of [`READ_ANNOTATIONS`];
 //! - `spec.containers` and `spec.initContainers`: `name`, `image` (SidecarSet consistency and readiness,
-//!   PUB consistency) and of `env` only `IS_INJECTED` (a SidecarSet's sidecar, PUB consistency);
+//!   PUB consistency) and of `env` only `IS_INJECTED` (a SidecarSet's sidecar, PUB consistency) and
+//!   `KRUISE_CONTAINER_BARRIER` with its ConfigMap key (the launch-priority barrier controller);
 //! - `spec.nodeName` (the SidecarSet upgrade order: unscheduled pods first);
 //! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`, `lastTransitionTime`;
 //!   `message` of `SidecarSetUpgradable` only), `containerStatuses` (`name`, `image`, `imageID`,
@@ -44,16 +45,22 @@ pub const READ_ANNOTATIONS: &[&str] = &[
     "apps.kruise.io/inplace-update-grace",
     "inplace-update-grace",
     "apps.kruise.io/runtime-containers-meta",
+    "apps.kruise.io/container-launch-priority-completed",
 ];
 
-/// The one container env var something reads (a SidecarSet's sidecar carries `IS_INJECTED=true`); the
-/// others are dropped when decoded.
+/// The container env var a SidecarSet's sidecar carries (`IS_INJECTED=true`).
 pub const INJECTED_ENV: &str = "IS_INJECTED";
+/// The container env var of a launch priority (spec/container-launch-priority.md §4.1: its ConfigMap key).
+pub const BARRIER_ENV: &str = "KRUISE_CONTAINER_BARRIER";
+/// The container env vars something reads ([`INJECTED_ENV`], [`BARRIER_ENV`]); the others are dropped when
+/// decoded.
+pub const READ_ENV: &[&str] = &[INJECTED_ENV, BARRIER_ENV];
 
 /// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods, its upgrade orders
-/// them by time ready; `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes); the
-/// others are dropped when decoded.
-pub const READ_CONDITIONS: &[&str] = &["Ready", UPGRADABLE_CONDITION];
+/// them by time ready; `ContainersReady`: the launch-priority barrier controller leaves such pods alone;
+/// `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes); the others are dropped
+/// when decoded.
+pub const READ_CONDITIONS: &[&str] = &["Ready", "ContainersReady", UPGRADABLE_CONDITION];
 
 /// The pod condition the SidecarSet controller writes (spec/sidecarset.md §3).
 pub const UPGRADABLE_CONDITION: &str = "SidecarSetUpgradable";
@@ -106,7 +113,7 @@ pub struct SlimPodSpec {
     pub node_name: Option<String>,
 }
 
-/// A container's `name`, `image` and its `IS_INJECTED` env var.
+/// A container's `name`, `image` and its env vars of [`READ_ENV`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlimContainer {
     /// `name`.
@@ -115,7 +122,7 @@ pub struct SlimContainer {
     /// `image`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
-    /// `env`, only the variable [`INJECTED_ENV`] (absent when the container has none).
+    /// `env`, only the variables of [`READ_ENV`] (absent when the container has none).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -134,8 +141,9 @@ impl SlimContainer {
     }
 }
 
-/// An env var's `name` and `value`.
+/// An env var's `name` and `value`, and of `valueFrom` the ConfigMap key a launch barrier reads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SlimEnvVar {
     /// `name`.
     #[serde(default)]
@@ -143,25 +151,56 @@ pub struct SlimEnvVar {
     /// `value`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// `valueFrom`: its `configMapKeyRef` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_from: Option<SlimEnvSource>,
+}
+
+/// `valueFrom` of an env var, as far as it is read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimEnvSource {
+    /// `configMapKeyRef`: `name` and `key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_key_ref: Option<SlimKeyRef>,
+}
+
+/// A ConfigMap key reference's `name` and `key`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlimKeyRef {
+    /// `name`.
+    #[serde(default)]
+    pub name: String,
+    /// `key`.
+    #[serde(default)]
+    pub key: String,
 }
 
 fn read_env<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Vec<SlimEnvVar>>, D::Error> {
-    /// An env var as listed: `valueFrom` and the rest are skipped unread.
+    /// An env var as listed: of `valueFrom` only `configMapKeyRef`, the rest skipped unread.
     #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     struct Listed {
         #[serde(default)]
         name: String,
         #[serde(default)]
         value: Option<String>,
+        #[serde(default)]
+        value_from: Option<SlimEnvSource>,
     }
     let listed = Option::<Vec<Listed>>::deserialize(deserializer)?;
     let kept: Vec<SlimEnvVar> = listed
         .into_iter()
         .flatten()
-        .filter(|e| e.name == INJECTED_ENV)
+        .filter(|e| READ_ENV.contains(&e.name.as_str()))
         .map(|e| SlimEnvVar {
+            value_from: if e.name == BARRIER_ENV {
+                e.value_from
+            } else {
+                None
+            },
             name: e.name,
             value: e.value,
         })

@@ -702,3 +702,42 @@ fn the_related_pub_follows_the_known_workload_and_the_gates() {
     let verdict = mutate(&update, &view, &ctx(&gates)).unwrap();
     assert!(verdict.patch.is_empty());
 }
+
+/// spec/container-launch-priority.md §8 scenario 10 through the chain: the name is fixed in the patch, the
+/// envs name its barrier, and the result decodes as a Pod (one patch, steps 4 and 5 seeing the new name).
+#[test]
+fn launch_priority_fixes_a_generate_name_pod_name_in_the_same_patch() {
+    let gates = FeatureGates::default();
+    let mut object = pod(json!({"app": "web"}));
+    object["spec"]["containers"] = json!([
+        {"name": "a", "image": "a:1", "env": [{"name": "KRUISE_CONTAINER_PRIORITY", "value": "1"}], "x-unknown": 1},
+        {"name": "b", "image": "b:1"}
+    ]);
+    let req = request("CREATE", object, "");
+    let verdict = mutate(
+        &req,
+        &cluster("apiVersion: v1\nkind: Namespace\nmetadata: {name: default}\n"),
+        &ctx(&gates),
+    )
+    .unwrap();
+    let patched = apply(&req, &verdict);
+    let name = patched["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_owned();
+    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+    assert_eq!(patched["metadata"]["x-unknown-meta"], "kept");
+    assert_eq!(patched["spec"]["containers"][0]["x-unknown"], 1);
+    for (i, key) in ["p_1", "p_0"].iter().enumerate() {
+        let env = patched["spec"]["containers"][i]["env"].as_array().unwrap();
+        assert_eq!(
+            env.last().unwrap(),
+            &json!({"name": "KRUISE_CONTAINER_BARRIER", "valueFrom": {"configMapKeyRef": {"name": format!("{name}-barrier"), "key": key}}})
+        );
+    }
+    let _: Pod = serde_json::from_value(patched).expect("the Pod schema accepts the result");
+    // An UPDATE is never gated.
+    let update = request("UPDATE", pod(json!({"app": "web"})), "");
+    let verdict = mutate(&update, &cluster(""), &ctx(&gates)).unwrap();
+    assert!(verdict.patch.is_empty());
+}

@@ -242,6 +242,40 @@ impl<'a> RawList<'a> {
             .unwrap_or("")
     }
 
+    /// Number of elements as the steps so far left the list.
+    pub fn current_len(&self) -> usize {
+        self.result.as_ref().map_or(self.elements.len(), Vec::len)
+    }
+
+    /// Whether some element as the steps so far left the list may mention `word` in its member `key`
+    /// ([`RawContainer::may_contain`]; a new element's whole text is searched). A test without parsing.
+    pub fn any_may_contain(&self, key: &str, word: &str) -> bool {
+        let original = |i: usize| {
+            self.elements.get(i).is_some_and(|e| {
+                RawContainer {
+                    name: "",
+                    members: &self.members[e.members.clone()],
+                }
+                .may_contain(key, word)
+            })
+        };
+        match &self.result {
+            None => (0..self.elements.len()).any(original),
+            Some(items) => items.iter().any(|item| match item {
+                Item::Original(i) => original(*i),
+                Item::New(Json::Text(t)) => {
+                    crate::json::scan::may_spell(t.as_bytes(), word.as_bytes())
+                }
+                Item::New(Json::Shared(t)) => {
+                    crate::json::scan::may_spell(t.as_bytes(), word.as_bytes())
+                }
+                Item::New(Json::Value(v)) => {
+                    crate::json::scan::may_spell(v.to_string().as_bytes(), word.as_bytes())
+                }
+            }),
+        }
+    }
+
     /// The elements as received, in order.
     pub fn iter(&self) -> impl Iterator<Item = RawContainer<'_>> + '_ {
         self.elements.iter().map(|e| RawContainer {
@@ -336,7 +370,8 @@ impl<'a> RawList<'a> {
         }
     }
 
-    pub(super) fn current(&self) -> Option<Value> {
+    /// The list as the steps so far left it (as received when none set it); `None` when absent.
+    pub fn current(&self) -> Option<Value> {
         match (&self.result, self.presence) {
             (Some(items), _) => Some(Value::Array(
                 items.iter().map(|i| self.value_of(i)).collect(),
