@@ -44,6 +44,9 @@ pub const READ_ANNOTATIONS: &[&str] = &[
     "apps.kruise.io/inplace-update-grace",
     "inplace-update-grace",
     "apps.kruise.io/runtime-containers-meta",
+    // The WorkloadSpread controller: the subset a pod was admitted into, and the deletion cost it keeps.
+    "apps.kruise.io/matched-workloadspread",
+    "controller.kubernetes.io/pod-deletion-cost",
 ];
 
 /// The one container env var something reads (a SidecarSet's sidecar carries `IS_INJECTED=true`); the
@@ -51,9 +54,13 @@ pub const READ_ANNOTATIONS: &[&str] = &[
 pub const INJECTED_ENV: &str = "IS_INJECTED";
 
 /// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods, its upgrade orders
-/// them by time ready; `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes); the
-/// others are dropped when decoded.
-pub const READ_CONDITIONS: &[&str] = &["Ready", UPGRADABLE_CONDITION];
+/// them by time ready; `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes;
+/// `PodScheduled`: the WorkloadSpread controller's Adaptive strategy finds unschedulable pods by it and its
+/// reason); the others are dropped when decoded.
+pub const READ_CONDITIONS: &[&str] = &["Ready", UPGRADABLE_CONDITION, SCHEDULED_CONDITION];
+
+/// The pod condition the scheduler writes (its reason `Unschedulable` when no node fits).
+pub const SCHEDULED_CONDITION: &str = "PodScheduled";
 
 /// The pod condition the SidecarSet controller writes (spec/sidecarset.md §3).
 pub const UPGRADABLE_CONDITION: &str = "SidecarSetUpgradable";
@@ -199,13 +206,18 @@ fn read_conditions<'de, D: Deserializer<'de>>(
             if c.type_ != UPGRADABLE_CONDITION {
                 c.message = None;
             }
+            // Only the scheduled condition's reason is read.
+            if c.type_ != SCHEDULED_CONDITION {
+                c.reason = None;
+            }
         }
         list.shrink_to_fit();
     }
     Ok(conditions)
 }
 
-/// A pod condition's `type`, `status`, `lastTransitionTime`, and `SidecarSetUpgradable`'s `message`.
+/// A pod condition's `type`, `status`, `lastTransitionTime`, `SidecarSetUpgradable`'s `message` and
+/// `PodScheduled`'s `reason`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SlimPodCondition {
@@ -221,6 +233,9 @@ pub struct SlimPodCondition {
     /// `message` (kept for `SidecarSetUpgradable` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `reason` (kept for `PodScheduled` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A container status's `name`, `image`, `imageID` and `containerID`.
