@@ -132,15 +132,15 @@ struct Harness {
     workloads: Vec<(WorkloadKind, Publisher<SlimWorkload>)>,
 }
 
-fn stores(
-    setup: &Setup,
-    client: kube::Client,
-) -> (
-    Inputs,
-    Publisher<WorkloadSpread>,
-    Publisher<SlimPod>,
-    Vec<(WorkloadKind, Publisher<SlimWorkload>)>,
-) {
+/// The listed stores of a setup and their publishers.
+struct Listed {
+    inputs: Inputs,
+    spreads: Publisher<WorkloadSpread>,
+    pods: Publisher<SlimPod>,
+    workloads: Vec<(WorkloadKind, Publisher<SlimWorkload>)>,
+}
+
+fn stores(setup: &Setup, client: kube::Client) -> Listed {
     let (spreads, spread_store) =
         Publisher::listed((), setup.spreads.iter().map(decode).collect::<Vec<_>>());
     let (pods, pod_store) =
@@ -174,14 +174,24 @@ fn stores(
         pods: pod_store,
         workloads: Workloads::new(workload_stores, client, "kruise-system"),
     };
-    (inputs, spreads, pods, publishers)
+    Listed {
+        inputs,
+        spreads,
+        pods,
+        workloads: publishers,
+    }
 }
 
 fn harness(setup: &Setup) -> Harness {
     let (client, handle) = mock();
     let metrics = Metrics::new();
     let ctx = Arc::new(Context::new(client.clone(), metrics.clone()));
-    let (inputs, spreads, pods, workloads) = stores(setup, client);
+    let Listed {
+        inputs,
+        spreads,
+        pods,
+        workloads,
+    } = stores(setup, client);
     Harness {
         ctx,
         inputs,
@@ -844,7 +854,12 @@ async fn a_pod_event_reconciles_the_spread_it_names() {
     ]));
     let setup = Setup::common(status, vec![pod("cs-aaaaa", Some("a"), Some("300"))]);
     let (client, mut handle) = mock();
-    let (inputs, _spreads, mut pods, _workloads) = stores(&setup, client.clone());
+    let Listed {
+        inputs,
+        spreads: _spreads,
+        mut pods,
+        workloads: _workloads,
+    } = stores(&setup, client.clone());
     let (_leader, leader_rx) = watch::channel(true);
     let controller = WorkloadSpreadController::start(
         Context::new(client, Metrics::new()),
