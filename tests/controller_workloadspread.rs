@@ -454,13 +454,155 @@ async fn scenario_32_a_version_without_pods_lives_while_it_has_records() {
     h.finish(run).await;
 }
 
+fn node(labels: Value, taints: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": labels},
+        "spec": {"taints": taints}})
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn scenario_33_a_pre_existing_pod_is_adopted_into_the_best_subset() {
+    let old_pod = pod("cs-old", None, None);
+    let mut h = harness(&Setup::common(json!(null), vec![old_pod.clone()]));
+    let run = h.reconcile();
+    let call = expect(&mut h.handle, Method::GET, "/api/v1/nodes/n1").await;
+    respond(
+        call.send,
+        StatusCode::OK,
+        &node(json!({"zone": "z2"}), json!([])),
+    );
+    let call = expect(
+        &mut h.handle,
+        Method::GET,
+        "/api/v1/namespaces/ns/pods/cs-old",
+    )
+    .await;
+    respond(call.send, StatusCode::OK, &old_pod);
+    // b (quota 1) and c (quota 1) match, b is earlier.
+    let call = expect(
+        &mut h.handle,
+        Method::PATCH,
+        "/api/v1/namespaces/ns/pods/cs-old",
+    )
+    .await;
+    assert_eq!(call.content_type, "application/strategic-merge-patch+json");
+    assert_eq!(
+        call.body,
+        json!({"metadata": {"annotations": {MATCHED: "{\"name\":\"ws\",\"subset\":\"b\"}"}}})
+    );
+    respond(call.send, StatusCode::OK, &pod("cs-old", Some("b"), None));
+    h.cost_patch("cs-old", "200").await;
+    h.put_ok(both(json!([
+        element("a", 0, 2),
+        element("b", 1, 2),
+        element("c", 0, -1)
+    ])))
+    .await;
+    let done = h.finish(run).await;
+    assert_eq!(done.adopted, 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn scenario_33_adoption_copies_the_subset_patch_metadata_unless_told_not_to() {
+    let mut subsets = subsets();
+    subsets[1]["patch"] = json!({"metadata": {"labels": {"subset": "b"}}});
+    for (ignore, want) in [
+        (
+            false,
+            json!({"metadata": {"labels": {"subset": "b"},
+            "annotations": {MATCHED: "{\"name\":\"ws\",\"subset\":\"b\"}"}}}),
+        ),
+        (
+            true,
+            json!({"metadata": {"annotations": {MATCHED: "{\"name\":\"ws\",\"subset\":\"b\"}"}}}),
+        ),
+    ] {
+        let mut ws = spread(json!({}), subsets.clone(), json!(null));
+        if ignore {
+            ws["metadata"]["annotations"] =
+                json!({"workloadspread.kruise.io/ignore-patch-existing-pods-metadata": "true"});
+        }
+        let old_pod = pod("cs-old", None, Some("200"));
+        let setup = Setup {
+            spreads: vec![ws],
+            pods: vec![old_pod.clone()],
+            workloads: vec![clone_set(6)],
+        };
+        let mut h = harness(&setup);
+        let run = h.reconcile();
+        let call = expect(&mut h.handle, Method::GET, "/api/v1/nodes/n1").await;
+        respond(
+            call.send,
+            StatusCode::OK,
+            &node(json!({"zone": "z2"}), json!([])),
+        );
+        let call = expect(
+            &mut h.handle,
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/cs-old",
+        )
+        .await;
+        respond(call.send, StatusCode::OK, &old_pod);
+        let call = expect(
+            &mut h.handle,
+            Method::PATCH,
+            "/api/v1/namespaces/ns/pods/cs-old",
+        )
+        .await;
+        assert_eq!(call.body, want);
+        respond(call.send, StatusCode::OK, &old_pod);
+        h.put_ok(both(json!([
+            element("a", 0, 2),
+            element("b", 1, 2),
+            element("c", 0, -1)
+        ])))
+        .await;
+        h.finish(run).await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_pod_no_subset_matches_is_not_read_again_until_it_changes() {
+    let old_pod = pod("cs-old", None, Some("-400"));
+    let status = both(json!([
+        element("a", 0, 2),
+        element("b", 0, 3),
+        element("c", 0, -1)
+    ]));
+    let mut h = harness(&Setup::common(status, vec![old_pod.clone()]));
+    let run = h.reconcile();
+    let call = expect(&mut h.handle, Method::GET, "/api/v1/nodes/n1").await;
+    // A taint no subset tolerates: no subset matches, the pod stays in no subset.
+    respond(
+        call.send,
+        StatusCode::OK,
+        &node(
+            json!({"zone": "z2"}),
+            json!([{"key": "gpu", "effect": "NoSchedule"}]),
+        ),
+    );
+    let call = expect(
+        &mut h.handle,
+        Method::GET,
+        "/api/v1/namespaces/ns/pods/cs-old",
+    )
+    .await;
+    respond(call.send, StatusCode::OK, &old_pod);
+    let done = h.finish(run).await;
+    assert_eq!(done.adopted, 0);
+    assert!(!done.status_written);
+    // Same pod, same spec: no call at all.
+    let run = h.reconcile();
+    assert_eq!(h.finish(run).await, Reconciled::default());
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn scenario_34_deletion_cost_latest_version() {
     let mut not_ready = pod("cs-a2", Some("a"), None);
     not_ready["status"]["conditions"][0]["status"] = json!("False");
     let mut other = pod("cs-x1", None, None);
-    // Annotated for another WorkloadSpread: in no subset of this one.
+    // Annotated for another WorkloadSpread and not scheduled: in no subset of this one, not adopted.
     other["metadata"]["annotations"][MATCHED] = json!(r#"{"name":"other","subset":"a"}"#);
+    other["spec"].as_object_mut().unwrap().remove("nodeName");
     let pods = vec![
         pod("cs-a1", Some("a"), None),
         not_ready,
@@ -775,6 +917,8 @@ async fn a_malformed_max_replicas_percentage_is_skipped_and_keeps_the_records() 
 async fn a_corrupt_annotation_counts_in_no_subset_and_loses_no_record() {
     let mut corrupt = pod("cs-aaaaa", None, None);
     corrupt["metadata"]["annotations"][MATCHED] = json!("{\"name\":\"ws\",");
+    // Not scheduled: not adopted either.
+    corrupt["spec"].as_object_mut().unwrap().remove("nodeName");
     let status = json!({"versionedSubsetStatuses": {"versionIgnored": [
         {"name": "a", "replicas": 0, "missingReplicas": 1, "creatingPods": {"cs-bbbbb": ago(5)}},
         element("b", 0, 3), element("c", 0, -1)]}});

@@ -290,6 +290,8 @@ fn the_workloadspread_controller_may_do_what_it_does() {
         ("apps.kruise.io", "workloadspreads/status", "update"),
         ("", "pods", "patch"),
         ("", "pods", "delete"),
+        ("", "pods", "get"),
+        ("", "nodes", "get"),
         ("batch", "jobs", "get"),
         ("apps", "replicasets", "list"),
         ("apps", "deployments", "get"),

@@ -15,6 +15,10 @@
 //!    logged and the WorkloadSpread skipped (no write);
 //! 2. the pods grouped by version and by the subset their `apps.kruise.io/matched-workloadspread` names; an
 //!    unreadable annotation is logged and its pod counted in no subset (never a panic, never a record lost);
+//!    a scheduled pod naming no subset of this WorkloadSpread (created before it) is adopted: its Node and
+//!    the whole pod are read (GETs: the caches keep neither), the best matching subset chosen
+//!    ([`status::adoption`]) and the pod's metadata patched (the subset patch's `metadata` and the
+//!    annotation); a pod no subset matches is not tried again until it or the WorkloadSpread's spec changes;
 //! 3. a `maxReplicas` that cannot be evaluated (negative, or a string that is no percent) is logged and
 //!    the WorkloadSpread skipped: OpenKruise would write empty subset lists and so drop the webhook's
 //!    records; for ReplicaSet, Deployment and CloneSet targets, the deletion cost of each active pod: a
@@ -37,10 +41,6 @@
 //! their pods' changes trigger. Every WorkloadSpread once when leadership starts, after a relist, and 30
 //! minutes after its last reconcile. 3 reconciles at once (`--workloadspread-workers`); failures retried
 //! after 1 s doubling to 5 min.
-//!
-//! **Not implemented**: the adoption of pods created before the WorkloadSpread (§6.2 step 2: scoring the
-//! subsets against the pod's node and patching the annotation on); such pods count in no subset and get the
-//! fake bucket's deletion cost, as a pod no subset matches does in OpenKruise.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -50,7 +50,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
@@ -124,6 +124,8 @@ impl Inputs {
 }
 
 type Key = (String, String);
+/// Orphan pods no subset matched: pod uid → (pod resourceVersion, WorkloadSpread generation).
+type Unadoptable = HashMap<String, (String, i64)>;
 
 /// What the controller keeps between reconciles and writes with.
 pub struct Context {
@@ -132,6 +134,9 @@ pub struct Context {
     metrics: Metrics,
     /// The WorkloadSpreads this process last wrote (§5.7 local cache).
     copies: Mutex<HashMap<Key, Arc<WorkloadSpread>>>,
+    /// Per WorkloadSpread, the orphan pods no subset matched: pod uid → (pod resourceVersion, WorkloadSpread
+    /// generation) when last tried; not tried again (two GETs) until one of them changes.
+    unadoptable: Mutex<HashMap<Key, Unadoptable>>,
 }
 
 /// A resourceVersion as an integer (unparsable: 0), to tell the newer of two copies.
@@ -151,6 +156,7 @@ impl Context {
             client,
             metrics,
             copies: Mutex::default(),
+            unadoptable: Mutex::default(),
         }
     }
 
@@ -172,6 +178,10 @@ impl Context {
 
     fn forget(&self, key: &Key) {
         self.copies().remove(key);
+        self.unadoptable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
     }
 
     async fn event_on_spread(
@@ -235,6 +245,8 @@ pub enum ReconcileError {
 /// What one reconcile did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reconciled {
+    /// Pods adopted into a subset.
+    pub adopted: usize,
     /// Pods whose deletion cost was written.
     pub costs_written: usize,
     /// Whether the status was written.
@@ -467,6 +479,115 @@ async fn deployment_version(
     ))
 }
 
+/// The marker of an orphan's last failed adoption: its resourceVersion and the WorkloadSpread's generation.
+fn adoption_marker(pod: &SlimPod, ws: &WorkloadSpread) -> (String, i64) {
+    (
+        pod.metadata.resource_version.clone().unwrap_or_default(),
+        ws.metadata.generation.unwrap_or_default(),
+    )
+}
+
+/// Adopts the orphans of `grouped` (§6.2 step 2): reads each one's node and whole pod, chooses a subset and
+/// patches the pod's metadata; an adopted pod moves into its subset. Returns how many were adopted.
+async fn adopt<'p>(
+    ctx: &Context,
+    ws: &WorkloadSpread,
+    grouped: &mut status::Grouped<'p>,
+    replicas: i32,
+    key: &Key,
+) -> Result<usize, ReconcileError> {
+    let namespace = key.0.as_str();
+    let orphans = grouped.orphans.clone();
+    let previous = ctx
+        .unadoptable
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(key)
+        .unwrap_or_default();
+    let mut unadoptable = Unadoptable::new();
+    let mut nodes: HashMap<String, Option<Node>> = HashMap::new();
+    let mut quotas: HashMap<String, BTreeMap<String, i64>> = HashMap::new();
+    let pod_api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let node_api: Api<Node> = Api::all(ctx.client.clone());
+    let api_error = |action: String| move |source| ReconcileError::Api { action, source };
+    let mut adopted = 0;
+    for (version, pod) in orphans {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let marker = adoption_marker(pod, ws);
+        if previous.get(&uid) == Some(&marker) {
+            unadoptable.insert(uid, marker);
+            continue;
+        }
+        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let node_name = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        if !nodes.contains_key(&node_name) {
+            let node = node_api
+                .get_opt(&node_name)
+                .await
+                .map_err(api_error(format!("reading Node {node_name}")))?;
+            nodes.insert(node_name.clone(), node);
+        }
+        let Some(node) = nodes.get(&node_name).and_then(Option::as_ref) else {
+            unadoptable.insert(uid, marker);
+            continue;
+        };
+        let Some(whole) = pod_api
+            .get_opt(&pod_name)
+            .await
+            .map_err(api_error(format!("reading pod {namespace}/{pod_name}")))?
+        else {
+            continue;
+        };
+        let whole = serde_json::to_value(&whole).unwrap_or_default();
+        let quota = quotas
+            .entry(version.clone())
+            .or_insert_with(|| grouped.quotas(ws, replicas, &version));
+        let Some(subset) = status::adoption::choose_subset(ws, &whole, node, quota) else {
+            unadoptable.insert(uid, marker);
+            continue;
+        };
+        let patch = status::adoption::adoption_patch(ws, &subset);
+        match pod_api
+            .patch(
+                &pod_name,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if is_code(&e, 404) => continue,
+            Err(source) => {
+                return Err(ReconcileError::Api {
+                    action: format!("adopting pod {namespace}/{pod_name} into subset {subset}"),
+                    source,
+                });
+            }
+        }
+        tracing::info!(
+            namespace,
+            workload_spread = key.1.as_str(),
+            pod = pod_name,
+            subset,
+            "adopted a pod created before its WorkloadSpread"
+        );
+        if let Some(q) = quota.get_mut(&subset) {
+            *q -= 1;
+        }
+        grouped.adopt(&version, pod, &subset);
+        adopted += 1;
+    }
+    ctx.unadoptable
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key.clone(), unadoptable);
+    Ok(adopted)
+}
+
 /// Writes the deletion costs that differ (§6.4).
 async fn write_costs(
     ctx: &Context,
@@ -631,7 +752,7 @@ pub async fn reconcile(
         pods.retain(|p| kruise_webhooks::selector::matches(selector, &p.labels));
     }
     let refs: Vec<&SlimPod> = pods.iter().map(|p| &**p).collect();
-    let grouped = status::group(&cached, &refs);
+    let mut grouped = status::group(&cached, &refs);
     for (pod, reason) in &grouped.unreadable {
         tracing::warn!(namespace, workload_spread = name, pod, reason = %reason,
             "pod annotation apps.kruise.io/matched-workloadspread does not parse: counted in no subset");
@@ -642,7 +763,10 @@ pub async fn reconcile(
             "skipped: a subset's maxReplicas cannot be evaluated");
         return Ok(Reconciled::default());
     }
-    let mut done = Reconciled::default();
+    let mut done = Reconciled {
+        adopted: adopt(ctx, &cached, &mut grouped, replicas, &key).await?,
+        ..Reconciled::default()
+    };
     if status::keeps_deletion_cost(&target_ref.kind) {
         let latest = latest_version(inputs, &ctx.client, namespace, &target_ref)
             .await
@@ -841,6 +965,7 @@ impl Reconciler for WorkloadSpreadController {
             tracing::debug!(
                 namespace,
                 workload_spread = name,
+                adopted = done.adopted,
                 costs_written = done.costs_written,
                 status_written = done.status_written,
                 pods_deleted = done.pods_deleted,

@@ -3,7 +3,8 @@
 //!
 //! - [`group`]: the pods of each version (§2.3) by the subset their `apps.kruise.io/matched-workloadspread`
 //!   annotation names (§6.2 step 2); a pod naming no subset of this WorkloadSpread (never admitted by it, a
-//!   removed subset, an unreadable annotation) goes to the [`FAKE_SUBSET`] bucket;
+//!   removed subset, an unreadable annotation) goes to the [`FAKE_SUBSET`] bucket, and one that names no
+//!   subset of it at all is an orphan the controller may adopt ([`adoption`], [`Grouped::adopt`]);
 //! - [`compute`]: the new status (§6.3): per subset `replicas`, `missingReplicas`, the webhook's
 //!   `creatingPods` / `deletingPods` records kept until observed or expired (30 s / 15 s), the `Schedulable`
 //!   conditions of the Adaptive strategy (§6.6), the events to record, the unschedulable pods to delete and
@@ -11,10 +12,6 @@
 //! - [`unchanged`]: whether a write is needed (timestamps at second precision, as they are stored);
 //! - [`deletion_costs`]: the `controller.kubernetes.io/pod-deletion-cost` of each pod (§6.4), with the
 //!   ReplicaSet controller's "delete first" order ([`delete_first`]).
-//!
-//! **Not done here**: the adoption of pods created before the WorkloadSpread (§6.2 step 2, the node's
-//! taints and affinity scored per subset): such pods stay in the fake bucket, as OpenKruise leaves a pod no
-//! subset matches.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,6 +28,7 @@ use crate::api::workloadspread::{
     WorkloadSpreadStatus, WorkloadSpreadSubset, WorkloadSpreadSubsetStatus,
 };
 
+pub mod adoption;
 #[cfg(test)]
 mod tests;
 
@@ -199,9 +197,48 @@ pub struct Grouped<'p> {
     pub versions: BTreeMap<String, BySubset<'p>>,
     /// Pods whose annotation could not be read: (pod name, why). They are in the fake bucket.
     pub unreadable: Vec<(String, String)>,
+    /// Scheduled pods whose annotation names no subset of this WorkloadSpread (created before it, or
+    /// annotated for another): (version, pod), for adoption. They are in the fake bucket until adopted.
+    pub orphans: Vec<(String, &'p SlimPod)>,
 }
 
 impl<'p> Grouped<'p> {
+    /// The room left per subset in `version` before adoption (§6.2 step 2): a subset's max (unlimited:
+    /// int32's) minus the pods of that version annotated into it, active or not.
+    pub fn quotas(
+        &self,
+        ws: &WorkloadSpread,
+        replicas: i32,
+        version: &str,
+    ) -> BTreeMap<String, i64> {
+        let by_subset = self.versions.get(version);
+        ws.spec
+            .subsets
+            .iter()
+            .map(|s| {
+                let max = subset_max(s, replicas).unwrap_or(0);
+                let annotated = by_subset.and_then(|b| b.get(&s.name)).map_or(0, Vec::len);
+                (s.name.clone(), i64::from(max) - annotated as i64)
+            })
+            .collect()
+    }
+
+    /// Moves an adopted orphan from the fake bucket of its version into `subset`.
+    pub fn adopt(&mut self, version: &str, pod: &'p SlimPod, subset: &str) {
+        let Some(by_subset) = self.versions.get_mut(version) else {
+            return;
+        };
+        if let Some(fake) = by_subset.get_mut(FAKE_SUBSET) {
+            fake.retain(|p| !std::ptr::eq(*p, pod));
+            if fake.is_empty() {
+                by_subset.remove(FAKE_SUBSET);
+            }
+        }
+        let pods = by_subset.entry(subset.to_owned()).or_default();
+        pods.push(pod);
+        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    }
+
     /// Every version merged (the aggregate status's input).
     pub fn all(&self) -> BySubset<'p> {
         let mut all: BySubset<'p> = BTreeMap::new();
@@ -225,18 +262,41 @@ pub fn group<'p>(ws: &WorkloadSpread, pods: &[&'p SlimPod]) -> Grouped<'p> {
     let mut sorted: Vec<&'p SlimPod> = pods.to_vec();
     sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     for pod in sorted {
-        let subset = match matched(pod) {
-            Some(Ok(m)) if m.name == ws_name && subsets.contains(m.subset.as_str()) => m.subset,
+        let version = pod_version(pod);
+        let orphan = match matched(pod) {
+            Some(Ok(m)) if m.name == ws_name && !m.subset.is_empty() => {
+                if subsets.contains(m.subset.as_str()) {
+                    grouped
+                        .versions
+                        .entry(version)
+                        .or_default()
+                        .entry(m.subset)
+                        .or_default()
+                        .push(pod);
+                    continue;
+                }
+                // A subset removed from the spec: not adopted again.
+                false
+            }
             Some(Err(e)) => {
                 let name = pod.metadata.name.clone().unwrap_or_default();
                 grouped.unreadable.push((name, e));
-                FAKE_SUBSET.to_owned()
+                true
             }
-            _ => FAKE_SUBSET.to_owned(),
+            _ => true,
         };
+        let scheduled = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
+        if orphan && scheduled {
+            grouped.orphans.push((version.clone(), pod));
+        }
+        let subset = FAKE_SUBSET.to_owned();
         grouped
             .versions
-            .entry(pod_version(pod))
+            .entry(version)
             .or_default()
             .entry(subset)
             .or_default()

@@ -545,3 +545,50 @@ fn messages_are_openkruises() {
         "Failed to delete unschedulabe Pod ns/cs-p1 in Subset a of WorkloadSpread ns/ws"
     );
 }
+
+#[test]
+fn scenario_33_orphans_are_listed_with_their_quotas_and_move_when_adopted() {
+    let ws = ws(subsets(), json!(null));
+    let pods = [pod("cs-a1", Some("a")), pod("cs-old", None), {
+        let mut unscheduled = pod("cs-new", None);
+        unscheduled.spec.as_mut().unwrap().node_name = None;
+        unscheduled
+    }];
+    let refs: Vec<&SlimPod> = pods.iter().collect();
+    let mut grouped = group(&ws, &refs);
+    let orphans: Vec<&str> = grouped
+        .orphans
+        .iter()
+        .map(|(_, p)| p.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(orphans, ["cs-old"], "only a scheduled pod can be adopted");
+    let quotas = grouped.quotas(&ws, 6, VERSION_IGNORED);
+    assert_eq!(
+        quotas,
+        BTreeMap::from([
+            ("a".to_owned(), 1),
+            ("b".to_owned(), 3),
+            ("c".to_owned(), i64::from(i32::MAX))
+        ])
+    );
+    let (version, orphan) = grouped.orphans[0].clone();
+    grouped.adopt(&version, orphan, "b");
+    let c = compute(&ws, &grouped, 6, now());
+    assert_eq!(
+        status_json(&c)["subsetStatuses"],
+        json!([
+            element_json("a", 1, 1),
+            element_json("b", 1, 2),
+            element_json("c", 0, -1)
+        ])
+    );
+    // cs-new stays in no subset.
+    assert_eq!(
+        deletion_costs(&ws, &grouped, 6, VERSION_IGNORED).unwrap()["cs-new"],
+        -400
+    );
+}
+
+fn element_json(name: &str, replicas: i32, missing: i32) -> Value {
+    json!({"name": name, "replicas": replicas, "missingReplicas": missing})
+}
