@@ -123,7 +123,8 @@ impl Controllers {
                     workloads: workloads.clone(),
                 };
                 Some(WorkloadSpreadController::start(
-                    workloadspread::Context::new(client.clone(), metrics.clone()),
+                    workloadspread::Context::new(client.clone(), metrics.clone())
+                        .with_kruise_namespace(&config.namespace),
                     inputs,
                     Arc::new(k8s_openapi::jiff::Timestamp::now),
                     leader.is_leader(),

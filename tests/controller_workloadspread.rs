@@ -1040,3 +1040,127 @@ async fn a_pod_event_reconciles_the_spread_it_names() {
     respond(call.send, StatusCode::OK, &call.body);
     controller.stop().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn replicas_path_list_replaces_the_replicas_for_percentages() {
+    let status = both(json!([element("a", 0, 0), element("c", 0, -1)]));
+    let mut setup = Setup {
+        spreads: vec![spread(
+            json!({"targetFilter": {"selector": {"matchLabels": {"role": "worker"}},
+                "replicasPathList": ["spec.replicas", "spec.extra.1"]}}),
+            json!([{"name": "a", "maxReplicas": "50%"}, {"name": "c"}]),
+            status,
+        )],
+        pods: vec![
+            pod("cs-w1", Some("a"), Some("200")),
+            pod("cs-p1", Some("a"), None),
+        ],
+        workloads: vec![clone_set(6)],
+    };
+    setup.pods[0]["metadata"]["labels"] = json!({"role": "worker"});
+    setup.pods[1]["metadata"]["labels"] = json!({"role": "ps"});
+    let mut h = harness(&setup);
+    let run = h.reconcile();
+    let call = expect(&mut h.handle, Method::GET, "/apis/apps.kruise.io/v1alpha1").await;
+    respond(
+        call.send,
+        StatusCode::OK,
+        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps.kruise.io/v1alpha1",
+            "resources": [{"name": "clonesets", "singularName": "cloneset", "namespaced": true,
+                "kind": "CloneSet", "verbs": ["get", "list", "watch"]}]}),
+    );
+    let call = expect(
+        &mut h.handle,
+        Method::GET,
+        "/apis/apps.kruise.io/v1alpha1/namespaces/ns/clonesets/cs",
+    )
+    .await;
+    let mut whole = clone_set(6);
+    whole["spec"]["extra"] = json!([1, 4]);
+    respond(call.send, StatusCode::OK, &whole);
+    // 6 + 4 = 10 replicas: a's max is 5, the worker pod takes one; the ps pod is not managed.
+    h.put_ok(both(json!([element("a", 1, 4), element("c", 0, -1)])))
+        .await;
+    h.finish(run).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_whitelisted_custom_workload_counts_its_replicas_path() {
+    let mut ws = spread(
+        json!({}),
+        json!([{"name": "a", "maxReplicas": "50%"}, {"name": "c"}]),
+        json!(null),
+    );
+    ws["spec"]["targetRef"] =
+        json!({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "tf"});
+    let mut worker = pod("tf-worker-0", Some("a"), None);
+    worker["metadata"]["ownerReferences"] = json!([{"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+        "name": "tf", "uid": "tf-uid", "controller": true}]);
+    let setup = Setup {
+        spreads: vec![ws],
+        pods: vec![worker],
+        workloads: vec![],
+    };
+    let mut h = harness(&setup);
+    let run = h.reconcile();
+    let call = expect(&mut h.handle, Method::GET, "/apis/kubeflow.org/v1").await;
+    respond(
+        call.send,
+        StatusCode::OK,
+        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "kubeflow.org/v1",
+            "resources": [{"name": "tfjobs", "singularName": "tfjob", "namespaced": true, "kind": "TFJob",
+                "verbs": ["get", "list", "watch"]},
+                {"name": "tfjobs/scale", "singularName": "", "namespaced": true, "kind": "Scale",
+                "group": "autoscaling", "version": "v1", "verbs": ["get"]}]}),
+    );
+    // The workload finder's own whitelist (PUB's key): not listed there.
+    let call = expect(
+        &mut h.handle,
+        Method::GET,
+        "/api/v1/namespaces/kruise-system/configmaps/kruise-configuration",
+    )
+    .await;
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "kruise-configuration", "namespace": "kruise-system"},
+        "data": {"WorkloadSpread_Watch_Custom_Workload_WhiteList":
+            "{\"workloads\":[{\"Group\":\"kubeflow.org\",\"Version\":\"v1\",\"Kind\":\"TFJob\",\"ReplicasPath\":\"spec.tfReplicaSpecs.Worker.replicas\"}]}"}});
+    respond(call.send, StatusCode::OK, &config);
+    let call = expect(
+        &mut h.handle,
+        Method::GET,
+        "/apis/kubeflow.org/v1/namespaces/ns/tfjobs/tf/scale",
+    )
+    .await;
+    respond(
+        call.send,
+        StatusCode::OK,
+        &json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "tf", "namespace": "ns", "uid": "tf-uid"},
+            "spec": {"replicas": 1}, "status": {"replicas": 1, "selector": "job=tf"}}),
+    );
+    // Ours: the WorkloadSpread key gives the replicas path.
+    let call = expect(
+        &mut h.handle,
+        Method::GET,
+        "/api/v1/namespaces/kruise-system/configmaps/kruise-configuration",
+    )
+    .await;
+    respond(call.send, StatusCode::OK, &config);
+    let call = expect(
+        &mut h.handle,
+        Method::GET,
+        "/apis/kubeflow.org/v1/namespaces/ns/tfjobs/tf",
+    )
+    .await;
+    respond(
+        call.send,
+        StatusCode::OK,
+        &json!({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+            "metadata": {"name": "tf", "namespace": "ns", "uid": "tf-uid"},
+            "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 4}}}}),
+    );
+    // 4 workers: a's max is 2. Not a ReplicaSet, Deployment or CloneSet: no deletion cost.
+    h.put_ok(both(json!([element("a", 1, 1), element("c", 0, -1)])))
+        .await;
+    h.finish(run).await;
+}

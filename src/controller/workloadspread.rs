@@ -10,9 +10,11 @@
 //! 1. the workload's pods and replicas: a Job's pods (its selector and uid), a ReplicaSet's, a
 //!    Deployment's (through its ReplicaSets, old ones included), a StatefulSet's or CloneSet's (owner uid),
 //!    another kind's through its scale subresource (owner uid, else the scale's selector); a missing or
-//!    deleting workload, or 0 replicas, means no pods. `targetFilter.replicasPathList` replaces the replicas
-//!    (read on the whole object), `targetFilter.selector` keeps the pods it matches. An invalid selector is
-//!    logged and the WorkloadSpread skipped (no write);
+//!    deleting workload, or 0 replicas, means no pods. `targetFilter.replicasPathList` replaces the replicas,
+//!    else the `replicasPath` the custom workload whitelist (§4.2, ConfigMap `kruise-configuration`, read for
+//!    custom kinds only) gives the target's kind; both are read on the whole object (a path that does not
+//!    hold an integer fails the reconcile). `targetFilter.selector` keeps the pods it matches; an invalid one
+//!    is logged and the WorkloadSpread skipped (no write);
 //! 2. the pods grouped by version and by the subset their `apps.kruise.io/matched-workloadspread` names; an
 //!    unreadable annotation is logged and its pod counted in no subset (never a panic, never a record lost);
 //!    a scheduled pod naming no subset of this WorkloadSpread (created before it) is adopted: its Node and
@@ -50,7 +52,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
@@ -65,12 +67,15 @@ use kruise_webhooks::podunavailablebudget::related::api_group;
 use kruise_webhooks::workloadspread::status::{
     self, DELETION_COST_ANNOTATION, StatusEvent, Unschedulable,
 };
+use kruise_webhooks::workloadspread::whitelist::{self, WhitelistSource};
 
 use super::runtime::{self, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::{Change, Shared};
 use crate::events::{EventType, Recorder};
 use crate::metrics::Metrics;
-use crate::workload::{FindError, Options, Reference, SlimWorkload, WorkloadKind, Workloads};
+use crate::workload::{
+    CONFIGURATION, FindError, Options, Reference, SlimWorkload, WorkloadKind, Workloads,
+};
 
 /// The component events are recorded as (OpenKruise's controller name).
 pub const COMPONENT: &str = "workloadspread-controller";
@@ -130,6 +135,8 @@ type Unadoptable = HashMap<String, (String, i64)>;
 /// What the controller keeps between reconciles and writes with.
 pub struct Context {
     client: Client,
+    /// Where ConfigMap `kruise-configuration` lives (the custom workload whitelist, §4.2).
+    kruise_namespace: String,
     recorder: Recorder,
     metrics: Metrics,
     /// The WorkloadSpreads this process last wrote (§5.7 local cache).
@@ -154,10 +161,18 @@ impl Context {
         Self {
             recorder: Recorder::new(client.clone(), COMPONENT),
             client,
+            kruise_namespace: "kruise-system".into(),
             metrics,
             copies: Mutex::default(),
             unadoptable: Mutex::default(),
         }
+    }
+
+    /// The same, reading the custom workload whitelist in `namespace` (the Kruise namespace).
+    #[must_use]
+    pub fn with_kruise_namespace(mut self, namespace: &str) -> Self {
+        self.kruise_namespace = namespace.to_owned();
+        self
     }
 
     fn copies(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<WorkloadSpread>>> {
@@ -368,6 +383,47 @@ async fn target(
             }))
         }
     }
+}
+
+/// Whether `(group, kind)` is a built-in workload (§4.1).
+fn built_in(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        ("apps", "Deployment" | "ReplicaSet" | "StatefulSet")
+            | ("batch", "Job")
+            | ("apps.kruise.io", "CloneSet" | "StatefulSet")
+    )
+}
+
+/// The `replicasPath` the custom workload whitelist gives `(group, kind)` (§4.2, §6.2 step 1): `None` when it
+/// lists no such kind or gives no path.
+async fn whitelist_replicas_path(
+    ctx: &Context,
+    group: &str,
+    kind: &str,
+) -> Result<Option<String>, ReconcileError> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ctx.kruise_namespace);
+    let config = api
+        .get_opt(CONFIGURATION)
+        .await
+        .map_err(|source| ReconcileError::Api {
+            action: format!("reading ConfigMap {}/{CONFIGURATION}", ctx.kruise_namespace),
+            source,
+        })?;
+    let source = match config.and_then(|c| c.data?.remove(whitelist::WHITELIST_KEY)) {
+        Some(text) => WhitelistSource::Present(text),
+        None => WhitelistSource::Missing,
+    };
+    let list = whitelist::parse(&source).map_err(|reason| ReconcileError::Replicas {
+        namespace: ctx.kruise_namespace.clone(),
+        name: CONFIGURATION.into(),
+        reason: format!("{}: {reason}", whitelist::WHITELIST_KEY),
+    })?;
+    Ok(list
+        .into_iter()
+        .find(|w| w.workload.group == group && w.workload.kind == kind)
+        .map(|w| w.replicas_path)
+        .filter(|p| !p.is_empty()))
 }
 
 /// The pods of `target` among `pods` (none when it wants 0 replicas, §6.2).
@@ -716,12 +772,20 @@ pub async fn reconcile(
         .as_ref()
         .map(|t| target_pods(&inputs.pods_in(namespace), t))
         .unwrap_or_default();
-    if let Some(paths) = filter
+    // The replicas of §6.2 step 1's last rule: replicasPathList, else a whitelisted kind's replicasPath.
+    let mut paths = filter
         .as_ref()
-        .map(|f| &f.replicas_path_list)
-        .filter(|p| !p.is_empty())
+        .map(|f| f.replicas_path_list.clone())
+        .unwrap_or_default();
+    let group = api_group(&target_ref.api_version).unwrap_or_default();
+    if paths.is_empty()
         && resolved.is_some()
+        && !built_in(group, &target_ref.kind)
+        && let Some(path) = whitelist_replicas_path(ctx, group, &target_ref.kind).await?
     {
+        paths.push(path);
+    }
+    if !paths.is_empty() && resolved.is_some() {
         let finder = inputs.workloads.finder(Options {
             existence: false,
             confirm_misses: false,
@@ -740,11 +804,14 @@ pub async fn reconcile(
                 source,
             })?
             .unwrap_or_default();
-        replicas = status::replicas_at_paths(&object, paths).map_err(|reason| {
+        replicas = status::replicas_at_paths(&object, &paths).map_err(|reason| {
             ReconcileError::Replicas {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
-                reason: format!("spec.targetFilter.replicasPathList: {reason}"),
+                reason: format!(
+                    "the replicas of {} {}: {reason}",
+                    target_ref.kind, target_ref.name
+                ),
             }
         })?;
     }

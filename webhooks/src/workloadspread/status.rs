@@ -401,11 +401,13 @@ struct Pass {
 }
 
 impl Pass {
+    /// Asks for a reconcile at `at`, something kept until then; at `now` exactly (kept, since it is not
+    /// yet before now), one second later.
     fn requeue_at(&mut self, at: Timestamp) {
-        let after = at.duration_since(self.now);
-        if after.is_positive() {
-            self.requeue = Some(self.requeue.map_or(after, |r| r.min(after)));
-        }
+        let after = at
+            .duration_since(self.now)
+            .max(SignedDuration::from_secs(1));
+        self.requeue = Some(self.requeue.map_or(after, |r| r.min(after)));
     }
 }
 
