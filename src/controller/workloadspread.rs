@@ -58,11 +58,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use kruise_webhooks::api::pod::SlimPod;
-use kruise_webhooks::api::workloadspread::{TargetReference, VERSION_IGNORED, WorkloadSpread};
+use kruise_webhooks::api::workloadspread::{
+    MATCHED_WORKLOADSPREAD_ANNOTATION, TargetReference, VERSION_IGNORED, WorkloadSpread,
+};
 use kruise_webhooks::podunavailablebudget::related::api_group;
 use kruise_webhooks::workloadspread::status::{
     self, DELETION_COST_ANNOTATION, StatusEvent, Unschedulable,
@@ -599,6 +601,15 @@ async fn adopt<'p>(
             continue;
         };
         let whole = serde_json::to_value(&whole).unwrap_or_default();
+        // The cache lagged: the pod was annotated into this WorkloadSpread meanwhile.
+        let fresh = whole
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(MATCHED_WORKLOADSPREAD_ANNOTATION))
+            .and_then(Value::as_str)
+            .and_then(|t| serde_json::from_str::<status::Matched>(t).ok());
+        if fresh.is_some_and(|m| Some(m.name.as_str()) == ws.metadata.name.as_deref()) {
+            continue;
+        }
         let quota = quotas
             .entry(version.clone())
             .or_insert_with(|| grouped.quotas(ws, replicas, &version));
@@ -654,13 +665,14 @@ async fn write_costs(
 ) -> Result<usize, ReconcileError> {
     let api: Api<SlimPod> = Api::namespaced(ctx.client.clone(), namespace);
     let ws_name = ws.metadata.name.as_deref().unwrap_or_default();
+    let by_name: HashMap<&str, &SlimPod> = pods
+        .iter()
+        .filter_map(|p| Some((p.metadata.name.as_deref()?, &**p)))
+        .collect();
     let mut written = 0;
     for (pod_name, cost) in costs {
         let value = cost.to_string();
-        let Some(pod) = pods
-            .iter()
-            .find(|p| p.metadata.name.as_deref() == Some(pod_name))
-        else {
+        let Some(pod) = by_name.get(pod_name.as_str()) else {
             continue;
         };
         if pod.annotations.get(DELETION_COST_ANNOTATION) == Some(value.as_str()) {
