@@ -1164,3 +1164,49 @@ async fn a_whitelisted_custom_workload_counts_its_replicas_path() {
         .await;
     h.finish(run).await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_young_record_is_expired_by_a_requeue_not_a_poll() {
+    let versioned = json!([
+        {"name": "a", "replicas": 0, "missingReplicas": 1, "creatingPods": {"ghost": ago(20)}},
+        element("b", 0, 3), element("c", 0, -1)]);
+    // As the controller computes it now: nothing to write until the record expires 10 s later.
+    let status = json!({"observedGeneration": 1,
+        "subsetStatuses": [element("a", 0, 2), element("b", 0, 3), element("c", 0, -1)],
+        "versionedSubsetStatuses": {"versionIgnored": versioned}});
+    let setup = Setup::common(status, vec![]);
+    let (client, mut handle) = mock();
+    let listed = stores(&setup, client.clone());
+    let (_leader, leader_rx) = watch::channel(true);
+    let started = tokio::time::Instant::now();
+    let clock = Arc::new(move || {
+        let elapsed = tokio::time::Instant::now() - started;
+        now().checked_add(elapsed).unwrap()
+    });
+    let controller = WorkloadSpreadController::start(
+        Context::new(client, Metrics::new()),
+        listed.inputs.clone(),
+        clock,
+        leader_rx,
+        Settings::default(),
+    );
+    let call = expect(&mut handle, Method::PUT, STATUS).await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(10),
+        "not before the record expired"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "at its expiry, not at a resync"
+    );
+    assert_eq!(
+        call.body["status"],
+        json!({"observedGeneration": 1,
+            "subsetStatuses": [element("a", 0, 2), element("b", 0, 3), element("c", 0, -1)]})
+    );
+    respond(call.send, StatusCode::OK, &call.body);
+    let call = expect(&mut handle, Method::POST, EVENTS).await;
+    assert_eq!(call.body["reason"], "CreatePodFailed");
+    respond(call.send, StatusCode::CREATED, &call.body);
+    controller.stop().await;
+}
