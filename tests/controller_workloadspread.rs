@@ -1210,3 +1210,85 @@ async fn a_young_record_is_expired_by_a_requeue_not_a_poll() {
     respond(call.send, StatusCode::CREATED, &call.body);
     controller.stop().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_cost_patch_is_a_warning_with_openkruises_text_and_a_retry() {
+    let mut h = harness(&Setup::common(
+        both(json!([
+            element("a", 1, 1),
+            element("b", 0, 3),
+            element("c", 0, -1)
+        ])),
+        vec![pod("cs-aaaaa", Some("a"), None)],
+    ));
+    let run = h.reconcile();
+    let call = expect(
+        &mut h.handle,
+        Method::PATCH,
+        "/api/v1/namespaces/ns/pods/cs-aaaaa",
+    )
+    .await;
+    respond(call.send, StatusCode::FORBIDDEN, &failure(403, "Forbidden"));
+    h.event(
+        "Warning",
+        "PatchPodDeletionCostFailed",
+        "WorkloadSpread ns/ws failed to patch deletion-cost annotation to %!d(string=300) for Pod ns/cs-aaaaa",
+    )
+    .await;
+    let err = run.await.unwrap().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("writing the deletion cost of pod ns/cs-aaaaa"),
+        "{err}"
+    );
+    h.assert_no_more_calls().await;
+    assert!(h.metric(r#"workloadspread_pod_deletion_cost_patches_total{result="error"} 1"#));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_job_counts_the_pods_it_owns_and_selects_and_its_parallelism() {
+    let mut ws = spread(
+        json!({}),
+        json!([{"name": "a", "maxReplicas": "50%"}, {"name": "c"}]),
+        json!(null),
+    );
+    ws["spec"]["targetRef"] = json!({"apiVersion": "batch/v1", "kind": "Job", "name": "j"});
+    let job_pod = |name: &str, uid: &str, label: &str| {
+        let mut p = pod(name, Some("a"), None);
+        p["metadata"]["labels"] = json!({"batch.kubernetes.io/controller-uid": label});
+        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+            "name": "j", "uid": uid, "controller": true}]);
+        p
+    };
+    let setup = Setup {
+        spreads: vec![ws],
+        pods: vec![
+            job_pod("j-1", "job-uid", "job-uid"),
+            // Owned by the uid but not selected, selected but owned by another: neither counts.
+            job_pod("j-2", "job-uid", "other"),
+            job_pod("j-3", "old-uid", "job-uid"),
+        ],
+        workloads: vec![],
+    };
+    let mut h = harness(&setup);
+    let run = h.reconcile();
+    let call = expect(
+        &mut h.handle,
+        Method::GET,
+        "/apis/batch/v1/namespaces/ns/jobs/j",
+    )
+    .await;
+    respond(
+        call.send,
+        StatusCode::OK,
+        &json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid"},
+            "spec": {"parallelism": 4,
+                "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "job-uid"}},
+                "template": {"spec": {"containers": [{"name": "app", "image": "busybox"}]}}}}),
+    );
+    // Parallelism 4: a's max is 2. A Job keeps no deletion cost.
+    h.put_ok(both(json!([element("a", 1, 1), element("c", 0, -1)])))
+        .await;
+    h.finish(run).await;
+}

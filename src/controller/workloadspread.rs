@@ -1055,3 +1055,88 @@ impl Reconciler for WorkloadSpreadController {
         .boxed()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, owner_uid: &str, app: &str) -> Arc<SlimPod> {
+        Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns",
+                "labels": {"app": app},
+                "ownerReferences": [{"apiVersion": "x/v1", "kind": "X", "name": "x", "uid": owner_uid,
+                    "controller": true}]}}))
+            .unwrap(),
+        )
+    }
+
+    fn names(pods: &[Arc<SlimPod>]) -> Vec<&str> {
+        pods.iter()
+            .map(|p| p.metadata.name.as_deref().unwrap())
+            .collect()
+    }
+
+    fn selector(app: &str) -> Option<LabelSelector> {
+        serde_json::from_value(json!({"matchLabels": {"app": app}})).ok()
+    }
+
+    #[test]
+    fn the_scale_selector_is_a_fallback_for_a_workload_owning_no_pod() {
+        let pods = [
+            pod("p1", "w", "web"),
+            pod("p2", "other", "web"),
+            pod("p3", "other", "db"),
+        ];
+        let owning = Target {
+            owners: vec!["w".into()],
+            fallback: selector("web"),
+            replicas: 2,
+            ..Target::default()
+        };
+        assert_eq!(names(&target_pods(&pods, &owning)), ["p1"]);
+        let owning_none = Target {
+            owners: vec!["gone".into()],
+            ..owning
+        };
+        assert_eq!(names(&target_pods(&pods, &owning_none)), ["p1", "p2"]);
+    }
+
+    #[test]
+    fn a_workload_of_zero_replicas_has_no_pods() {
+        let pods = [pod("p1", "w", "web")];
+        let scaled_down = Target {
+            owners: vec!["w".into()],
+            replicas: 0,
+            ..Target::default()
+        };
+        assert!(target_pods(&pods, &scaled_down).is_empty());
+    }
+
+    #[test]
+    fn built_in_kinds_are_those_of_section_4_1() {
+        assert!(built_in("apps", "Deployment"));
+        assert!(built_in("apps.kruise.io", "StatefulSet"));
+        assert!(built_in("batch", "Job"));
+        assert!(!built_in("apps", "CloneSet"));
+        assert!(!built_in("kubeflow.org", "TFJob"));
+    }
+
+    #[test]
+    fn a_pod_triggers_the_spread_its_annotation_names() {
+        let mut p = (*pod("p1", "w", "web")).clone();
+        assert!(spread_of(&p).is_empty());
+        let annotated: SlimPod = serde_json::from_value(json!({"metadata": {"annotations": {
+            MATCHED_WORKLOADSPREAD_ANNOTATION: r#"{"name":"ws","subset":"a"}"#}}}))
+        .unwrap();
+        p.annotations = annotated.annotations.clone();
+        assert_eq!(spread_of(&p), [ObjectRef::new("ws").within("ns")]);
+        let corrupt: SlimPod = serde_json::from_value(json!({"metadata": {"annotations": {
+            MATCHED_WORKLOADSPREAD_ANNOTATION: "{"}}}))
+        .unwrap();
+        p.annotations = corrupt.annotations;
+        assert!(
+            spread_of(&p).is_empty(),
+            "logged by the reconcile, never a panic"
+        );
+    }
+}
