@@ -180,9 +180,10 @@ pub fn replicas_at_paths(object: &serde_json::Value, paths: &[String]) -> Result
                 _ => return Err(format!("path {path:?}: {segment} is not in an object")),
             };
         }
-        sum += at
+        let value = at
             .as_i64()
             .ok_or_else(|| format!("path {path:?}: {at} is not an integer"))?;
+        sum = sum.saturating_add(value);
     }
     i32::try_from(sum).map_err(|_| format!("replicas {sum} overflow"))
 }

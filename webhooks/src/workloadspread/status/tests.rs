@@ -117,6 +117,11 @@ fn replicas_paths_sum_and_fail_on_missing_paths() {
     assert!(replicas_at_paths(&obj, &["spec.subsets.2.replicas".into()]).is_err());
     assert!(replicas_at_paths(&obj, &["spec.nothing".into()]).is_err());
     assert!(replicas_at_paths(&obj, &["spec.subsets".into()]).is_err());
+    let huge = json!({"a": i64::MAX, "b": i64::MAX});
+    assert!(
+        replicas_at_paths(&huge, &["a".into(), "b".into()]).is_err(),
+        "an overflow is an error, never a panic"
+    );
 }
 
 #[test]
@@ -591,4 +596,81 @@ fn scenario_33_orphans_are_listed_with_their_quotas_and_move_when_adopted() {
 
 fn element_json(name: &str, replicas: i32, missing: i32) -> Value {
     json!({"name": name, "replicas": replicas, "missingReplicas": missing})
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A `maxReplicas`: none, an int (negative too), a percent, or a malformed string.
+    fn max_replicas() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            (-2i64..6).prop_map(Value::from),
+            (0i64..150).prop_map(|p| Value::from(format!("{p}%"))),
+            "[0-9x%]{0,4}".prop_map(Value::from),
+        ]
+    }
+
+    /// An annotation value: this WorkloadSpread's subsets, another's, or garbage.
+    fn annotation() -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            Just(None),
+            prop::sample::select(vec!["a", "b", "c", "gone", ""])
+                .prop_map(|s| Some(format!(r#"{{"name":"ws","subset":"{s}"}}"#))),
+            Just(Some(r#"{"name":"other","subset":"a"}"#.to_owned())),
+            "[{}a-z\":,]{0,12}".prop_map(Some),
+        ]
+    }
+
+    fn phase() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec!["Running", "Pending", "Succeeded", "Failed", "Unknown"])
+    }
+
+    proptest! {
+        #[test]
+        fn no_input_panics_and_a_computed_status_is_a_fixed_point(
+            maxes in prop::collection::vec(max_replicas(), 3),
+            adaptive in any::<bool>(),
+            pods in prop::collection::vec((annotation(), phase(), any::<bool>(), 0i64..100), 0..8),
+            records in prop::collection::vec((prop::sample::select(vec!["a", "b", "c"]), "[a-z]{1,3}", 0i64..60, any::<bool>()), 0..6),
+            replicas in 0i32..20,
+        ) {
+            let subsets: Vec<Value> = ["a", "b", "c"].iter().zip(&maxes).map(|(name, max)| {
+                let mut s = json!({"name": name});
+                if !max.is_null() { s["maxReplicas"] = max.clone(); }
+                s
+            }).collect();
+            let mut list: Vec<Value> = ["a", "b", "c"].iter().map(|n| element_json(n, 0, 0)).collect();
+            for (subset, key, age, deleting) in &records {
+                let i = ["a", "b", "c"].iter().position(|s| s == subset).unwrap();
+                let map = if *deleting { "deletingPods" } else { "creatingPods" };
+                list[i][map][key.as_str()] = json!(ago(*age));
+            }
+            let mut w = ws(json!(subsets), json!({"versionedSubsetStatuses": {"versionIgnored": list}}));
+            if adaptive {
+                w.spec.schedule_strategy = serde_json::from_value(
+                    json!({"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}})).unwrap();
+            }
+            let pods: Vec<SlimPod> = pods.iter().enumerate().map(|(i, (annotation, phase, scheduled, age))| {
+                let mut p = json!({"metadata": {"name": format!("p{i}"), "namespace": "ns",
+                    "creationTimestamp": ago(*age), "annotations": {}},
+                    "spec": {"containers": [{"name": "app"}]},
+                    "status": {"phase": phase, "conditions": [{"type": "PodScheduled", "status": "False",
+                        "reason": "Unschedulable"}]}});
+                if let Some(a) = annotation { p["metadata"]["annotations"][MATCHED_WORKLOADSPREAD_ANNOTATION] = json!(a); }
+                if *scheduled { p["spec"]["nodeName"] = json!("n1"); }
+                serde_json::from_value(p).unwrap()
+            }).collect();
+            let refs: Vec<&SlimPod> = pods.iter().collect();
+            let grouped = group(&w, &refs);
+            let first = compute(&w, &grouped, replicas, now());
+            let _ = deletion_costs(&w, &grouped, replicas, VERSION_IGNORED);
+            let mut written = w.clone();
+            written.status = Some(first.status.clone());
+            let second = compute(&written, &grouped, replicas, now());
+            prop_assert!(unchanged(written.status.as_ref(), &second.status));
+            prop_assert!(second.events.is_empty(), "events once: {:?}", second.events);
+        }
+    }
 }
