@@ -226,7 +226,7 @@ impl Context {
 /// Why a reconcile did not finish (logged; the WorkloadSpread is retried with backoff).
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    /// The workload could not be resolved.
+    /// The target workload could not be resolved.
     #[error("WorkloadSpread {namespace}/{name}: {source}")]
     Workload {
         /// Namespace.
@@ -299,11 +299,12 @@ fn controller_uid(pod: &SlimPod) -> Option<&str> {
         .map(|r| r.uid.as_str())
 }
 
-/// Resolves the target of `target_ref` (None: missing or deleting).
+/// Resolves the target of `target_ref` of WorkloadSpread `ws` (None: missing or deleting).
 async fn target(
     inputs: &Inputs,
     client: &Client,
     namespace: &str,
+    ws: &str,
     target_ref: &TargetReference,
 ) -> Result<Option<Target>, ReconcileError> {
     let Some(group) = api_group(&target_ref.api_version) else {
@@ -311,7 +312,7 @@ async fn target(
     };
     let workload_error = |source| ReconcileError::Workload {
         namespace: namespace.to_owned(),
-        name: target_ref.name.clone(),
+        name: ws.to_owned(),
         source,
     };
     let single = |uid: Option<String>, replicas: i32| Target {
@@ -778,7 +779,7 @@ pub async fn reconcile(
             "skipped: spec.targetFilter.selector is invalid");
         return Ok(Reconciled::default());
     }
-    let resolved = target(inputs, &ctx.client, namespace, &target_ref).await?;
+    let resolved = target(inputs, &ctx.client, namespace, name, &target_ref).await?;
     let mut replicas = resolved.as_ref().map_or(0, |t| t.replicas);
     let mut pods = resolved
         .as_ref()

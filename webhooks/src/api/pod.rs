@@ -9,13 +9,14 @@
 //!   `deletionTimestamp` (active pods: deletion protection, SidecarSet status, PUB), `uid` and
 //!   `ownerReferences` (the PUB's workload, its deny metric), `creationTimestamp` (the SidecarSet
 //!   upgrade order);
-//! - `labels` (selectors) and the annotations of [`READ_ANNOTATIONS`];
+//! - `labels` (selectors, the WorkloadSpread pod version) and the annotations of [`READ_ANNOTATIONS`];
 //! - `spec.containers` and `spec.initContainers`: `name`, `image` (SidecarSet consistency and readiness,
 //!   PUB consistency) and of `env` only `IS_INJECTED` (a SidecarSet's sidecar, PUB consistency);
 //! - `spec.nodeName` (the SidecarSet upgrade order: unscheduled pods first);
 //! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`, `lastTransitionTime`;
-//!   `message` of `SidecarSetUpgradable` only), `containerStatuses` (`name`, `image`, `imageID`,
-//!   `containerID`, `ready`, `restartCount`).
+//!   `message` of `SidecarSetUpgradable` only, `reason` of `PodScheduled` only: the WorkloadSpread
+//!   controller's unschedulable pods), `containerStatuses` (`name`, `image`, `imageID`, `containerID`,
+//!   `ready`, `restartCount`: also the WorkloadSpread controller's delete-first order).
 //!
 //! A capability that reads more of a cached pod adds it here first.
 
