@@ -1,7 +1,8 @@
 //! The leader-elected controllers behind the webhooks (spec/webhook-server.md §9): every replica serves
 //! admission, certificates and readiness; only the replica holding the Lease `kruise-system/kruise-manager`
-//! ([`leader`]) runs the controllers: the SidecarSet controller ([`sidecarset`]) and the
-//! PodUnavailableBudget status controller ([`podunavailablebudget`]). Every controller runs on [`runtime`]:
+//! ([`leader`]) runs the controllers: the SidecarSet controller ([`sidecarset`]), the
+//! PodUnavailableBudget status controller ([`podunavailablebudget`]) and the WorkloadSpread controller
+//! ([`workloadspread`]). Every controller runs on [`runtime`]:
 //! kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
@@ -12,6 +13,7 @@ pub mod leader;
 pub mod podunavailablebudget;
 pub mod runtime;
 pub mod sidecarset;
+pub mod workloadspread;
 
 use kube::Client;
 use tokio::sync::watch;
@@ -26,12 +28,14 @@ use std::sync::Arc;
 use leader::LeaderElector;
 use podunavailablebudget::PodUnavailableBudgetController;
 use sidecarset::{Inputs, SidecarSetController};
+use workloadspread::WorkloadSpreadController;
 
 /// The leader election and the controllers it gates.
 pub struct Controllers {
     leader: LeaderElector,
     sidecar_sets: Option<runtime::Running>,
     budgets: Option<runtime::Running>,
+    spreads: Option<runtime::Running>,
 }
 
 impl Controllers {
@@ -39,7 +43,10 @@ impl Controllers {
     /// SidecarSet controller when the cluster serves SidecarSets. The SidecarSet caches of `cache` are reused
     /// when the pod webhook started them; otherwise the controller starts its own. The PodUnavailableBudget
     /// status controller runs on the PUB and workload stores of `cache`, which exist when the CRD is served
-    /// at v1beta1 and a PUB gate is on (spec/podunavailablebudget.md §3).
+    /// at v1beta1 and a PUB gate is on (spec/podunavailablebudget.md §3). The WorkloadSpread controller runs
+    /// when the CRD is served at v1beta1 and the `WorkloadSpread` and `PodWebhook` gates are on
+    /// (spec/workloadspread.md §6.1), on the pod and workload stores of `cache` and a WorkloadSpread watch of
+    /// its own.
     pub fn start(
         client: Client,
         cache: &LiveCache,
@@ -99,10 +106,38 @@ impl Controllers {
             }
             _ => None,
         };
+        let spreads_on = served.workload_spreads
+            && config.gates.enabled(kruise_webhooks::features::POD_WEBHOOK)
+            && config.gates.enabled(kruise_webhooks::workloadspread::GATE);
+        let spreads = match cache.workloads() {
+            Some(workloads) if spreads_on => {
+                let inputs = workloadspread::Inputs {
+                    spreads: crate::cache::shared::watch(
+                        kube::Api::all(client.clone()),
+                        (),
+                        crate::cache::shared::whole_lists(),
+                        crate::cache::shared::strip_unread_metadata,
+                        |_, _| {},
+                    ),
+                    pods: cache.pod_store().clone(),
+                    workloads: workloads.clone(),
+                };
+                Some(WorkloadSpreadController::start(
+                    workloadspread::Context::new(client.clone(), metrics.clone())
+                        .with_kruise_namespace(&config.namespace),
+                    inputs,
+                    Arc::new(k8s_openapi::jiff::Timestamp::now),
+                    leader.is_leader(),
+                    runtime::Settings::default(),
+                ))
+            }
+            _ => None,
+        };
         Self {
             leader,
             sidecar_sets,
             budgets,
+            spreads,
         }
     }
 
@@ -117,6 +152,9 @@ impl Controllers {
             c.stop().await;
         }
         if let Some(c) = self.budgets {
+            c.stop().await;
+        }
+        if let Some(c) = self.spreads {
             c.stop().await;
         }
         self.leader.stop().await;

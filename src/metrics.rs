@@ -134,6 +134,15 @@ pub struct Metrics {
     /// `sidecarset_upgrade_pods_total{result}`: pods the SidecarSet in-place update handled, by outcome
     /// (`updated`, `flipped`, `not_upgradable`, `skipped`, `budget_denied`, `error`).
     pub sidecarset_upgrade: Family<ResultLabels, Counter>,
+    /// `workloadspread_status_writes_total{result}`: WorkloadSpread status writes of the controller by
+    /// outcome (`written`, `conflict`, `error`).
+    pub workloadspread_status_writes: Family<ResultLabels, Counter>,
+    /// `workloadspread_pod_deletion_cost_patches_total{result}`: deletion-cost annotations written on pods
+    /// (`written`, `error`).
+    pub workloadspread_cost_patches: Family<ResultLabels, Counter>,
+    /// `workloadspread_rescheduled_pods_total{result}`: unschedulable pods the Adaptive strategy deleted
+    /// (`deleted`, `error`).
+    pub workloadspread_rescheduled: Family<ResultLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -256,6 +265,24 @@ impl Metrics {
             "Pods handled by the SidecarSet in-place sidecar update, by result",
             sidecarset_upgrade.clone(),
         );
+        let workloadspread_status_writes = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "workloadspread_status_writes",
+            "WorkloadSpread status writes of the controller, by result",
+            workloadspread_status_writes.clone(),
+        );
+        let workloadspread_cost_patches = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "workloadspread_pod_deletion_cost_patches",
+            "Pod deletion-cost annotations written by the WorkloadSpread controller, by result",
+            workloadspread_cost_patches.clone(),
+        );
+        let workloadspread_rescheduled = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "workloadspread_rescheduled_pods",
+            "Unschedulable pods deleted by the WorkloadSpread Adaptive strategy, by result",
+            workloadspread_rescheduled.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             requests,
@@ -270,7 +297,33 @@ impl Metrics {
             is_leader,
             leader_slowpath,
             sidecarset_upgrade,
+            workloadspread_status_writes,
+            workloadspread_cost_patches,
+            workloadspread_rescheduled,
         }
+    }
+
+    /// Counts a WorkloadSpread status write of the controller by result.
+    pub fn record_workloadspread_status_write(&self, result: &str) {
+        Self::count(&self.workloadspread_status_writes, result);
+    }
+
+    /// Counts a deletion-cost patch of the WorkloadSpread controller by result.
+    pub fn record_workloadspread_cost_patch(&self, result: &str) {
+        Self::count(&self.workloadspread_cost_patches, result);
+    }
+
+    /// Counts an unschedulable pod deletion of the WorkloadSpread controller by result.
+    pub fn record_workloadspread_reschedule(&self, result: &str) {
+        Self::count(&self.workloadspread_rescheduled, result);
+    }
+
+    fn count(family: &Family<ResultLabels, Counter>, result: &str) {
+        family
+            .get_or_create(&ResultLabels {
+                result: result.to_owned(),
+            })
+            .inc();
     }
 
     /// Counts a pod the SidecarSet in-place update handled, by result.

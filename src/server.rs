@@ -253,6 +253,12 @@ pub async fn start_with(
                 "podunavailablebudgets",
             )
             .await,
+            workload_spreads: crate::cache::discover(
+                &client,
+                "apps.kruise.io/v1beta1",
+                "workloadspreads",
+            )
+            .await,
         };
         if !served.sidecar_sets {
             tracing::warn!(
@@ -268,8 +274,12 @@ pub async fn start_with(
         let budgets = served.pod_unavailable_budgets
             && pod_webhook
             && kruise_webhooks::podunavailablebudget::enabled(&config.gates);
-        // The workloads PUBs protect: CloneSets and Advanced StatefulSets only where served.
-        let workload_kinds = if budgets {
+        // The workloads PUBs protect and WorkloadSpreads target: CloneSets and Advanced StatefulSets only
+        // where served.
+        let spreads = served.workload_spreads
+            && pod_webhook
+            && config.gates.enabled(kruise_webhooks::workloadspread::GATE);
+        let workload_kinds = if budgets || spreads {
             Some(crate::workload::ServedKinds::discover(&client).await)
         } else {
             None

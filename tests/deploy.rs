@@ -268,6 +268,10 @@ fn the_caches_the_webhooks_read_may_list_and_watch() {
         ("", "persistentvolumeclaims"),
         ("apps.kruise.io", "sidecarsets"),
         ("policy.kruise.io", "podunavailablebudgets"),
+        ("apps.kruise.io", "workloadspreads"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps.kruise.io", "clonesets"),
     ] {
         let verbs = cluster_role_verbs(group, resource);
         for verb in ["list", "watch"] {
@@ -277,4 +281,28 @@ fn the_caches_the_webhooks_read_may_list_and_watch() {
             );
         }
     }
+}
+
+#[test]
+fn the_workloadspread_controller_may_do_what_it_does() {
+    // spec/workloadspread.md §6: status writes, deletion costs, Adaptive rescheduling, the target's replicas.
+    for (group, resource, verb) in [
+        ("apps.kruise.io", "workloadspreads/status", "update"),
+        ("", "pods", "patch"),
+        ("", "pods", "delete"),
+        ("", "pods", "get"),
+        ("", "nodes", "get"),
+        ("batch", "jobs", "get"),
+        ("apps", "replicasets", "list"),
+        ("apps", "deployments", "get"),
+        ("", "events", "create"),
+    ] {
+        let verbs = cluster_role_verbs(group, resource);
+        assert!(
+            verbs.contains(verb),
+            "{group}/{resource}: {verb} not granted ({verbs:?})"
+        );
+    }
+    // Never the spec.
+    assert!(!cluster_role_verbs("apps.kruise.io", "workloadspreads").contains("update"));
 }

@@ -70,6 +70,9 @@ pub struct Served {
     pub sidecar_sets: bool,
     /// The PodUnavailableBudget CRD is served at `policy.kruise.io/v1beta1`.
     pub pod_unavailable_budgets: bool,
+    /// The WorkloadSpread CRD is served at `apps.kruise.io/v1beta1` (the controller starts only then,
+    /// spec/workloadspread.md §6.1).
+    pub workload_spreads: bool,
 }
 
 impl Served {
@@ -77,6 +80,7 @@ impl Served {
     pub const ALL: Self = Self {
         sidecar_sets: true,
         pod_unavailable_budgets: true,
+        workload_spreads: true,
     };
 
     fn has(self, kind: RequiredKind) -> bool {

@@ -5,6 +5,8 @@
 //!   handling (a v1alpha1 object is converted first, §2.5), every rule of §7.1 except the subset `patch`
 //!   checks, the conflict with another WorkloadSpread of the namespace and, on UPDATE, targetRef and
 //!   ObjectMeta immutability;
+//! - [`status`]: what the WorkloadSpread controller computes (§6): the status from live pods, the expiry of
+//!   the webhook's records, the Adaptive strategy's conditions and the pods' deletion costs;
 //! - [`whitelist`]: the custom workloads a WorkloadSpread may target (§4.2), from the ConfigMap value the I/O
 //!   layer reads.
 //!
@@ -13,6 +15,7 @@
 //! without them a subset patch is accepted whatever it holds (the pod webhook applies it at pod creation, where
 //! the apiserver's own pod validation still refuses a bad result).
 
+pub mod status;
 pub mod validate;
 pub mod whitelist;
 

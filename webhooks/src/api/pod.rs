@@ -9,14 +9,15 @@
 //!   `deletionTimestamp` (active pods: deletion protection, SidecarSet status, PUB), `uid` and
 //!   `ownerReferences` (the PUB's workload, its deny metric), `creationTimestamp` (the SidecarSet
 //!   upgrade order);
-//! - `labels` (selectors) and the annotations of [`READ_ANNOTATIONS`];
+//! - `labels` (selectors, the WorkloadSpread pod version) and the annotations of [`READ_ANNOTATIONS`];
 //! - `spec.containers` and `spec.initContainers`: `name`, `image` (SidecarSet consistency and readiness,
 //!   PUB consistency) and of `env` only `IS_INJECTED` (a SidecarSet's sidecar, PUB consistency) and
 //!   `KRUISE_CONTAINER_BARRIER` with its ConfigMap key (the launch-priority barrier controller);
 //! - `spec.nodeName` (the SidecarSet upgrade order: unscheduled pods first);
 //! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`, `lastTransitionTime`;
-//!   `message` of `SidecarSetUpgradable` only), `containerStatuses` (`name`, `image`, `imageID`,
-//!   `containerID`, `ready`, `restartCount`).
+//!   `message` of `SidecarSetUpgradable` only, `reason` of `PodScheduled` only: the WorkloadSpread
+//!   controller's unschedulable pods), `containerStatuses` (`name`, `image`, `imageID`, `containerID`,
+//!   `ready`, `restartCount`: also the WorkloadSpread controller's delete-first order).
 //!
 //! A capability that reads more of a cached pod adds it here first.
 
@@ -46,6 +47,9 @@ pub const READ_ANNOTATIONS: &[&str] = &[
     "inplace-update-grace",
     "apps.kruise.io/runtime-containers-meta",
     "apps.kruise.io/container-launch-priority-completed",
+    // The WorkloadSpread controller: the subset a pod was admitted into, and the deletion cost it keeps.
+    "apps.kruise.io/matched-workloadspread",
+    "controller.kubernetes.io/pod-deletion-cost",
 ];
 
 /// The container env var a SidecarSet's sidecar carries (`IS_INJECTED=true`).
@@ -58,9 +62,18 @@ pub const READ_ENV: &[&str] = &[INJECTED_ENV, BARRIER_ENV];
 
 /// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods, its upgrade orders
 /// them by time ready; `ContainersReady`: the launch-priority barrier controller leaves such pods alone;
-/// `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes); the others are dropped
-/// when decoded.
-pub const READ_CONDITIONS: &[&str] = &["Ready", "ContainersReady", UPGRADABLE_CONDITION];
+/// `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes; `PodScheduled`: the
+/// WorkloadSpread controller's Adaptive strategy finds unschedulable pods by it and its reason); the others
+/// are dropped when decoded.
+pub const READ_CONDITIONS: &[&str] = &[
+    "Ready",
+    "ContainersReady",
+    UPGRADABLE_CONDITION,
+    SCHEDULED_CONDITION,
+];
+
+/// The pod condition the scheduler writes (its reason `Unschedulable` when no node fits).
+pub const SCHEDULED_CONDITION: &str = "PodScheduled";
 
 /// The pod condition the SidecarSet controller writes (spec/sidecarset.md §3).
 pub const UPGRADABLE_CONDITION: &str = "SidecarSetUpgradable";
@@ -238,13 +251,18 @@ fn read_conditions<'de, D: Deserializer<'de>>(
             if c.type_ != UPGRADABLE_CONDITION {
                 c.message = None;
             }
+            // Only the scheduled condition's reason is read.
+            if c.type_ != SCHEDULED_CONDITION {
+                c.reason = None;
+            }
         }
         list.shrink_to_fit();
     }
     Ok(conditions)
 }
 
-/// A pod condition's `type`, `status`, `lastTransitionTime`, and `SidecarSetUpgradable`'s `message`.
+/// A pod condition's `type`, `status`, `lastTransitionTime`, `SidecarSetUpgradable`'s `message` and
+/// `PodScheduled`'s `reason`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SlimPodCondition {
@@ -260,6 +278,9 @@ pub struct SlimPodCondition {
     /// `message` (kept for `SidecarSetUpgradable` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `reason` (kept for `PodScheduled` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A container status's `name`, `image`, `imageID` and `containerID`.
