@@ -1,14 +1,15 @@
 //! The leader-elected controllers behind the webhooks (spec/webhook-server.md §9): every replica serves
 //! admission, certificates and readiness; only the replica holding the Lease `kruise-system/kruise-manager`
 //! ([`leader`]) runs the controllers: the SidecarSet controller ([`sidecarset`]), the
-//! PodUnavailableBudget status controller ([`podunavailablebudget`]) and the WorkloadSpread controller
-//! ([`workloadspread`]). Every controller runs on [`runtime`]:
+//! PodUnavailableBudget status controller ([`podunavailablebudget`]), the WorkloadSpread controller
+//! ([`workloadspread`]) and the container-launch-priority barrier controller ([`launch_priority`]). Every controller runs on [`runtime`]:
 //! kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
 //! and [`crate::Server::shutdown`] stops them. Standalone mode (`--objects`, standalone certificates) runs
 //! no controller and takes no Lease: there is no cluster to write to.
 
+pub mod launch_priority;
 pub mod leader;
 pub mod podunavailablebudget;
 pub mod runtime;
@@ -36,6 +37,7 @@ pub struct Controllers {
     sidecar_sets: Option<runtime::Running>,
     budgets: Option<runtime::Running>,
     spreads: Option<runtime::Running>,
+    barriers: runtime::Running,
 }
 
 impl Controllers {
@@ -133,11 +135,24 @@ impl Controllers {
             }
             _ => None,
         };
+        // Always registered, as in OpenKruise (spec/container-launch-priority.md §2): it acts only on pods
+        // carrying barrier envs.
+        let barriers = launch_priority::LaunchPriorityController::start(
+            client.clone(),
+            cache.pod_store().clone(),
+            metrics.clone(),
+            leader.is_leader(),
+            runtime::Settings {
+                concurrency: 4,
+                ..runtime::Settings::default()
+            },
+        );
         Self {
             leader,
             sidecar_sets,
             budgets,
             spreads,
+            barriers,
         }
     }
 
@@ -157,6 +172,7 @@ impl Controllers {
         if let Some(c) = self.spreads {
             c.stop().await;
         }
+        self.barriers.stop().await;
         self.leader.stop().await;
     }
 }

@@ -134,6 +134,9 @@ pub struct Metrics {
     /// `sidecarset_upgrade_pods_total{result}`: pods the SidecarSet in-place update handled, by outcome
     /// (`updated`, `flipped`, `not_upgradable`, `skipped`, `budget_denied`, `error`).
     pub sidecarset_upgrade: Family<ResultLabels, Counter>,
+    /// `launch_priority_barrier_writes_total{result}`: writes of the container-launch-priority barrier
+    /// controller by outcome (`created`, `released`, `completed`, `error`).
+    pub launch_barrier_writes: Family<ResultLabels, Counter>,
     /// `workloadspread_status_writes_total{result}`: WorkloadSpread status writes of the controller by
     /// outcome (`written`, `conflict`, `error`).
     pub workloadspread_status_writes: Family<ResultLabels, Counter>,
@@ -265,6 +268,12 @@ impl Metrics {
             "Pods handled by the SidecarSet in-place sidecar update, by result",
             sidecarset_upgrade.clone(),
         );
+        let launch_barrier_writes = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "launch_priority_barrier_writes",
+            "Writes of the container-launch-priority barrier controller (ConfigMaps created, levels released, pods completed), by result",
+            launch_barrier_writes.clone(),
+        );
         let workloadspread_status_writes = Family::<ResultLabels, Counter>::default();
         registry.register(
             "workloadspread_status_writes",
@@ -297,13 +306,19 @@ impl Metrics {
             is_leader,
             leader_slowpath,
             sidecarset_upgrade,
+            launch_barrier_writes,
             workloadspread_status_writes,
             workloadspread_cost_patches,
             workloadspread_rescheduled,
         }
     }
 
-    /// Counts a WorkloadSpread status write of the controller by result.
+    /// Counts a write of the launch-priority barrier controller, by result.
+    pub fn record_launch_barrier_write(&self, result: &str) {
+        Self::count(&self.launch_barrier_writes, result);
+    }
+
+    /// Counts a WorkloadSpread status write of the controller, by result.
     pub fn record_workloadspread_status_write(&self, result: &str) {
         Self::count(&self.workloadspread_status_writes, result);
     }

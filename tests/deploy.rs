@@ -284,6 +284,23 @@ fn the_caches_the_webhooks_read_may_list_and_watch() {
 }
 
 #[test]
+fn the_launch_priority_barrier_controller_may_do_what_it_does() {
+    // spec/container-launch-priority.md §4.2: the barrier ConfigMap's GET, create and patch; the pod's patch.
+    for (group, resource, verb) in [
+        ("", "configmaps", "get"),
+        ("", "configmaps", "create"),
+        ("", "configmaps", "patch"),
+        ("", "pods", "patch"),
+    ] {
+        let verbs = cluster_role_verbs(group, resource);
+        assert!(
+            verbs.contains(verb),
+            "{group}/{resource}: {verb} not granted ({verbs:?})"
+        );
+    }
+}
+
+#[test]
 fn the_workloadspread_controller_may_do_what_it_does() {
     // spec/workloadspread.md §6: status writes, deletion costs, Adaptive rescheduling, the target's replicas.
     for (group, resource, verb) in [
