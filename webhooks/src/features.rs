@@ -64,6 +64,8 @@ const GATES: &[(&str, bool, Stage)] = &[
         Stage::Alpha,
     ),
     ("DaemonSetPruneIneligibleNodes", false, Stage::Alpha),
+    // Ours, not OpenKruise's (DECISIONS 20): Job sidecars become native sidecars at pod create. Opt-in.
+    (NATIVE_SIDECAR_CONVERSION, false, Stage::Alpha),
 ];
 
 /// A feature gate name (one of OpenKruise's).
@@ -75,6 +77,8 @@ pub const RESOURCES_DELETION_PROTECTION: Gate = "ResourcesDeletionProtection";
 pub const CRD_CASCADING: Gate = "DeletionProtectionForCRDCascadingGate";
 /// `PodWebhook`.
 pub const POD_WEBHOOK: Gate = "PodWebhook";
+/// `NativeSidecarConversion` (ours: [`crate::native_sidecar`]).
+pub const NATIVE_SIDECAR_CONVERSION: Gate = "NativeSidecarConversion";
 /// `EnableExternalCerts`.
 pub const ENABLE_EXTERNAL_CERTS: Gate = "EnableExternalCerts";
 

@@ -20,6 +20,7 @@ pub mod features;
 pub mod fixture;
 pub mod json;
 pub mod launch_priority;
+pub mod native_sidecar;
 pub mod pod;
 pub mod podunavailablebudget;
 pub mod quantity;

@@ -17,7 +17,6 @@ use crate::features::FeatureGates;
 use crate::json::patch::Json;
 use crate::json::rawpod::{Item, RawPod, Section, elements_of, string_map};
 use crate::json::{self, string_value};
-use crate::launch_priority;
 use crate::podunavailablebudget::{self as pub_budget, related};
 use crate::selector::WithLabel;
 use crate::sidecarset::inject::{self, InjectOptions};
@@ -25,6 +24,7 @@ use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
 use crate::view::PodUnavailableBudgetView;
 use crate::{ClusterView, Verdict, WebhookError};
+use crate::{launch_priority, native_sidecar};
 
 /// The readiness gate condition Kruise workloads use.
 pub const KRUISE_POD_READY: &str = "KruisePodReady";
@@ -234,6 +234,63 @@ fn sidecarset_step(
     Ok(())
 }
 
+/// Ours, between steps 3 and 4 (DECISIONS 20, spec/sidecar-terminator.md §11.2): when asked for, Job
+/// sidecars marked `KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true` move to the end of `spec.initContainers`
+/// as native sidecars (`restartPolicy: Always`). CREATE only; no side effect, so dry runs too.
+fn native_sidecar_step(
+    doc: &mut RawPod<'_>,
+    req: &AdmissionRequest,
+    view: &impl ClusterView,
+    ctx: &PodContext<'_>,
+) {
+    if req.operation != Operation::Create
+        || !native_sidecar::runs_to_completion(
+            doc.get(Section::Spec, "restartPolicy")
+                .and_then(Value::as_str),
+        )
+        || !doc
+            .containers
+            .any_may_contain("env", native_sidecar::WHEN_JOB_EXIT_ENV)
+    {
+        return;
+    }
+    let namespace = view.namespace(doc.metadata_str("namespace"));
+    let namespace_annotation = namespace
+        .as_ref()
+        .and_then(|ns| ns.metadata.annotations.as_ref())
+        .and_then(|a| a.get(native_sidecar::ANNOTATION))
+        .map(String::as_str);
+    if !native_sidecar::enabled(
+        doc.annotation(native_sidecar::ANNOTATION),
+        namespace_annotation,
+        ctx.gates
+            .enabled(crate::features::NATIVE_SIDECAR_CONVERSION),
+    ) || native_sidecar::owned_by_in_place_workload(
+        doc.get(Section::Metadata, "ownerReferences"),
+    ) {
+        return;
+    }
+    let items = doc.containers.items();
+    let values: Vec<Value> = items.iter().map(|i| doc.containers.value_of(i)).collect();
+    let ordered =
+        doc.annotation(launch_priority::PRIORITY_ANNOTATION) == Some(launch_priority::ORDERED);
+    let chosen = native_sidecar::select(&values, ordered);
+    if chosen.is_empty() {
+        return;
+    }
+    let mut init = doc.init_containers.items();
+    let mut kept = Vec::with_capacity(items.len() - chosen.len());
+    for (i, (item, value)) in items.into_iter().zip(values).enumerate() {
+        if chosen.contains(&i) {
+            init.push(Item::New(Json::Value(native_sidecar::as_native(value))));
+        } else {
+            kept.push(item);
+        }
+    }
+    doc.containers.set(kept);
+    doc.init_containers.set(init);
+}
+
 /// Step 4: container launch priority (spec/container-launch-priority.md §3), on the containers as SidecarSet
 /// injection left them. A priority that does not parse stops the chain (500, Go's text).
 fn launch_priority_step(
@@ -337,6 +394,7 @@ pub fn mutate(
     readiness_gate(&mut doc, req, ctx.gates); // 1
     // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
     sidecarset_step(&mut doc, &labels, req, view, ctx, &mut verdict)?; // 3
+    native_sidecar_step(&mut doc, req, view, ctx); // ours (DECISIONS 20), before 4 (sidecar-terminator.md §11.2)
     launch_priority_step(&mut doc, req, ctx)?; // 4
     related_pub_step(&mut doc, &labels, req, view, ctx); // 5
     // 6: PersistentPodState, 7: enhanced liveness probe, 8: PodProbeMarker on serverless — owned by later

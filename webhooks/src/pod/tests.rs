@@ -741,3 +741,101 @@ fn launch_priority_fixes_a_generate_name_pod_name_in_the_same_patch() {
     let verdict = mutate(&update, &cluster(""), &ctx(&gates)).unwrap();
     assert!(verdict.patch.is_empty());
 }
+
+/// The whole chain on a Job pod (issue: SidecarSet injection with a priority env, container launch priority,
+/// native-sidecar conversion when asked): one patch; the mesh proxy injected before the app starts first
+/// (p_1 before p_0), the log sidecar marked KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT becomes a native sidecar
+/// (appended to initContainers, restartPolicy Always, no barrier: spec/sidecar-terminator.md §11.2 steps 3
+/// and 7), and Kubernetes' own pod validation accepts the result.
+#[test]
+fn injection_launch_priority_and_native_sidecars_in_one_patch_that_kubernetes_accepts() {
+    const MESH: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: default}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: mesh, annotations: {kruise.io/sidecarset-hash: hm, kruise.io/sidecarset-hash-without-image: wm}}
+spec:
+  selector: {matchLabels: {app: batch}}
+  containers:
+  - name: envoy
+    image: "envoy:1"
+    imagePullPolicy: IfNotPresent
+    terminationMessagePolicy: File
+    podInjectPolicy: BeforeAppContainer
+    shareVolumePolicy: {type: disabled}
+    env: [{name: KRUISE_CONTAINER_PRIORITY, value: "1"}]
+"#;
+    let gates = FeatureGates::default();
+    let object = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "job-1-abcde", "labels": {"app": "batch"},
+            "annotations": {"kruise-webhook.io/native-sidecar-conversion": "true"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "job-1", "uid": "j", "controller": true}]},
+        "spec": {"restartPolicy": "Never",
+            "initContainers": [{"name": "setup", "image": "busybox:1", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}],
+            "containers": [
+                {"name": "main", "image": "job:1", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"},
+                {"name": "log", "image": "log:1", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent",
+                    "env": [{"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "value": "true"}],
+                    "readinessProbe": {"exec": {"command": ["true"]}}, "x-unknown": 1}]}});
+    let req = request("CREATE", object, "");
+    let verdict = mutate(&req, &cluster(MESH), &ctx(&gates)).unwrap();
+    let patched = apply(&req, &verdict);
+    assert_eq!(names(&patched, "containers"), ["envoy", "main"]);
+    assert_eq!(names(&patched, "initContainers"), ["setup", "log"]);
+    let log = &patched["spec"]["initContainers"][1];
+    assert_eq!(log["restartPolicy"], "Always");
+    assert_eq!(log["x-unknown"], 1);
+    assert_eq!(
+        log["env"],
+        json!([{"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "value": "true"}])
+    );
+    let barrier_key = |i: usize| {
+        let env = patched["spec"]["containers"][i]["env"].as_array().unwrap();
+        env.last().unwrap()["valueFrom"]["configMapKeyRef"]["key"].clone()
+    };
+    assert_eq!(
+        (barrier_key(0), barrier_key(1)),
+        (json!("p_1"), json!("p_0"))
+    );
+    // Kubernetes' ValidatePodSpec (containers, init containers incl. the restartable one, volumes).
+    let list = |key: &str| -> Vec<serde_json::Map<String, Value>> {
+        patched["spec"][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let mut c = c.as_object().unwrap().clone();
+                c.remove("x-unknown");
+                c
+            })
+            .collect()
+    };
+    let (init, containers) = (list("initContainers"), list("containers"));
+    let spec = crate::validation::pod::PodSpec {
+        init_containers: &init,
+        containers: &containers,
+        volumes: &[],
+        termination_grace_period_seconds: 30,
+    };
+    let errors = crate::validation::pod::validate_pod_spec(
+        &spec,
+        &crate::validation::field_error::FieldPath::new("spec"),
+    )
+    .unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    // Not asked for: nothing moves.
+    let mut plain = req
+        .object
+        .as_ref()
+        .map(|o| serde_json::from_str::<Value>(o.get()).unwrap())
+        .unwrap();
+    plain["metadata"]["annotations"] = json!({});
+    let req = request("CREATE", plain, "");
+    let patched = apply(&req, &mutate(&req, &cluster(MESH), &ctx(&gates)).unwrap());
+    assert_eq!(names(&patched, "containers"), ["envoy", "main", "log"]);
+    assert_eq!(names(&patched, "initContainers"), ["setup"]);
+}

@@ -296,7 +296,16 @@ impl<'a> RawList<'a> {
         self.result = Some(items);
     }
 
-    fn value_of(&self, item: &Item) -> Value {
+    /// The elements as the steps so far left the list (as received when none set it).
+    pub fn items(&self) -> Vec<Item> {
+        match &self.result {
+            Some(items) => items.clone(),
+            None => (0..self.elements.len()).map(Item::Original).collect(),
+        }
+    }
+
+    /// An element of [`RawList::items`] as a tree.
+    pub fn value_of(&self, item: &Item) -> Value {
         match item {
             Item::Original(i) => self.value(*i),
             Item::New(v) => v.to_value(),
