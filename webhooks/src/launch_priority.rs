@@ -70,39 +70,62 @@ fn env_of(container: &Value) -> &[Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// A container's priority from its `KRUISE_CONTAINER_PRIORITY` envs (`getPriority`): each one is parsed
-/// (only its literal `value`: `valueFrom` alone reads as `""`), the last one stands; 0 without any.
+/// A container's priority from its env entries, each read as (`name`, literal `value`) (`getPriority`):
+/// every `KRUISE_CONTAINER_PRIORITY` is parsed (`valueFrom` alone reads as `""`), the last one stands; 0
+/// without any.
 ///
 /// # Errors
 /// The first value that does not parse, in Go's words.
-pub fn container_priority(container: &Value) -> Result<i64, String> {
+pub fn priority_of<'v>(
+    entries: impl IntoIterator<Item = (&'v str, &'v str)>,
+) -> Result<i64, String> {
     let mut priority = 0;
-    for env in env_of(container) {
-        if env.get("name").and_then(Value::as_str) == Some(PRIORITY_ENV) {
-            priority = atoi(env.get("value").and_then(Value::as_str).unwrap_or(""))?;
+    for (name, value) in entries {
+        if name == PRIORITY_ENV {
+            priority = atoi(value)?;
         }
     }
     Ok(priority)
 }
 
-/// The priorities to give `containers` (§3.2 steps 1-4), `None` when the pod is left alone.
+/// [`priority_of`] the env entries of a tree.
+///
+/// # Errors
+/// As [`priority_of`].
+pub fn env_priority(env: &[Value]) -> Result<i64, String> {
+    priority_of(env.iter().map(|e| {
+        (
+            e.get("name").and_then(Value::as_str).unwrap_or(""),
+            e.get("value").and_then(Value::as_str).unwrap_or(""),
+        )
+    }))
+}
+
+/// [`env_priority`] of a container tree.
+///
+/// # Errors
+/// As [`env_priority`].
+pub fn container_priority(container: &Value) -> Result<i64, String> {
+    env_priority(env_of(container))
+}
+
+/// The priorities to give `count` containers (§3.2 steps 1-4), `None` when the pod is left alone;
+/// `priority_of(i)` reads container `i`'s (not called under `Ordered`).
 ///
 /// # Errors
 /// A `KRUISE_CONTAINER_PRIORITY` that does not parse (the pod is refused with 500).
 pub fn priorities(
-    containers: &[Value],
+    count: usize,
     annotation: Option<&str>,
+    priority_of: impl FnMut(usize) -> Result<i64, String>,
 ) -> Result<Option<Vec<i64>>, String> {
-    if containers.len() == 1 {
+    if count == 1 {
         return Ok(None);
     }
     if annotation == Some(ORDERED) {
-        return Ok(Some((0..containers.len()).map(|i| -(i as i64)).collect()));
+        return Ok(Some((0..count).map(|i| -(i as i64)).collect()));
     }
-    let found = containers
-        .iter()
-        .map(container_priority)
-        .collect::<Result<Vec<_>, _>>()?;
+    let found = (0..count).map(priority_of).collect::<Result<Vec<_>, _>>()?;
     if found.windows(2).all(|w| w[0] == w[1]) {
         return Ok(None);
     }
@@ -136,7 +159,86 @@ pub fn barrier_env(pod_name: &str, p: i64) -> Value {
         "name": barrier_name(pod_name), "key": barrier_key(p)}}})
 }
 
-/// What step 4 does to a pod.
+/// [`barrier_env`] as JSON text, written as serde_json writes it.
+pub fn barrier_env_text(pod_name: &str, p: i64) -> String {
+    let mut out = String::with_capacity(96 + pod_name.len());
+    out.push_str(r#"{"name":"KRUISE_CONTAINER_BARRIER","valueFrom":{"configMapKeyRef":{"key":"p_"#);
+    out.push_str(&p.to_string());
+    out.push_str(r#"","name":"#);
+    crate::json::write_string(&mut out, &barrier_name(pod_name));
+    out.push_str("}}}");
+    out
+}
+
+/// What step 4 does to a pod (§3.2 steps 5-6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The pod name to set (`generateName` pods), `None` to keep it.
+    pub name: Option<String>,
+    /// The name the barrier ConfigMap is named after.
+    pub pod_name: String,
+    /// Each container's priority, in order.
+    pub priorities: Vec<i64>,
+}
+
+impl Plan {
+    /// The env entry of container `i` (`null` past the end).
+    pub fn barrier_env(&self, i: usize) -> Value {
+        self.priorities
+            .get(i)
+            .map_or(Value::Null, |p| barrier_env(&self.pod_name, *p))
+    }
+
+    /// [`Plan::barrier_env`] as JSON text (`null` past the end).
+    pub fn barrier_env_text(&self, i: usize) -> String {
+        self.priorities.get(i).map_or_else(
+            || "null".to_owned(),
+            |p| barrier_env_text(&self.pod_name, *p),
+        )
+    }
+}
+
+/// Step 4 (§3.2) for `count` containers whose priorities `priority_of` reads, given the pod's name,
+/// `generateName` and `apps.kruise.io/container-launch-priority` annotation; `draw` picks a generated name.
+/// `None`: the pod is left alone.
+///
+/// # Errors
+/// A priority that does not parse, in Go's words (the chain answers 500).
+pub fn plan(
+    count: usize,
+    priority_of: impl FnMut(usize) -> Result<i64, String>,
+    name: &str,
+    generate_name: &str,
+    annotation: Option<&str>,
+    draw: f64,
+) -> Result<Option<Plan>, String> {
+    let Some(priorities) = priorities(count, annotation, priority_of)? else {
+        return Ok(None);
+    };
+    let fixed =
+        (name.is_empty() && !generate_name.is_empty()).then(|| generated_name(generate_name, draw));
+    let pod_name = fixed.clone().unwrap_or_else(|| name.to_owned());
+    Ok(Some(Plan {
+        name: fixed,
+        pod_name,
+        priorities,
+    }))
+}
+
+/// Appends `entry` to a container tree's `env` (made a list when absent or not one).
+pub fn append_env(container: &mut Value, entry: Value) {
+    match container.get_mut("env") {
+        Some(Value::Array(env)) => env.push(entry),
+        _ => {
+            if let Some(obj) = container.as_object_mut() {
+                obj.insert("env".into(), Value::Array(vec![entry]));
+            }
+        }
+    }
+}
+
+/// What step 4 does to container trees (tests, `review`-like callers): the name to set and the containers
+/// with their barrier env appended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
     /// The pod name to set (`generateName` pods), `None` to keep it.
@@ -145,12 +247,10 @@ pub struct Launch {
     pub containers: Vec<Value>,
 }
 
-/// Step 4 (§3.2) on the containers as the chain has them, the pod's name, `generateName` and
-/// `apps.kruise.io/container-launch-priority` annotation; `draw` picks a generated name. `None`: the pod
-/// is left alone.
+/// [`plan`] on container trees, applied to them.
 ///
 /// # Errors
-/// A priority that does not parse, in Go's words (the chain answers 500).
+/// As [`plan`].
 pub fn mutate(
     containers: Vec<Value>,
     name: &str,
@@ -158,30 +258,28 @@ pub fn mutate(
     annotation: Option<&str>,
     draw: f64,
 ) -> Result<Option<Launch>, String> {
-    let Some(priorities) = priorities(&containers, annotation)? else {
+    let read = |i: usize| env_priority(env_of(&containers[i]));
+    let Some(plan) = plan(
+        containers.len(),
+        read,
+        name,
+        generate_name,
+        annotation,
+        draw,
+    )?
+    else {
         return Ok(None);
     };
-    let fixed =
-        (name.is_empty() && !generate_name.is_empty()).then(|| generated_name(generate_name, draw));
-    let pod_name = fixed.as_deref().unwrap_or(name);
     let containers = containers
         .into_iter()
-        .zip(priorities)
-        .map(|(mut c, p)| {
-            let entry = barrier_env(pod_name, p);
-            match c.get_mut("env") {
-                Some(Value::Array(env)) => env.push(entry),
-                _ => {
-                    if let Some(obj) = c.as_object_mut() {
-                        obj.insert("env".into(), Value::Array(vec![entry]));
-                    }
-                }
-            }
+        .enumerate()
+        .map(|(i, mut c)| {
+            append_env(&mut c, plan.barrier_env(i));
             c
         })
         .collect();
     Ok(Some(Launch {
-        name: fixed,
+        name: plan.name,
         containers,
     }))
 }

@@ -311,31 +311,77 @@ fn launch_priority_step(
     {
         return Ok(());
     }
-    let containers = match doc.containers.current() {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
+    // Each container's priority: read from the request's text for a container as received (its env
+    // entries' `name` and `value`, no tree built), from the tree for one a step wrote.
+    let items = doc.containers.items();
+    let trees: Vec<Option<Value>> = items
+        .iter()
+        .map(|item| match item {
+            Item::Original(_) => None,
+            other => Some(doc.containers.value_of(other)),
+        })
+        .collect();
+    let containers = &doc.containers;
+    let priority_of = |i: usize| match (&items[i], &trees[i]) {
+        (Item::Original(at), _) => {
+            let entries = containers
+                .element(*at)
+                .into_iter()
+                .flat_map(|c| c.elements("env"))
+                .map(|e| e.strs(["name", "value"]));
+            let entries: Vec<[std::borrow::Cow<'_, str>; 2]> = entries.collect();
+            launch_priority::priority_of(entries.iter().map(|[n, v]| (&**n, &**v)))
+        }
+        (_, Some(tree)) => launch_priority::env_priority(
+            tree.get("env")
+                .and_then(Value::as_array)
+                .map_or(&[], Vec::as_slice),
+        ),
+        _ => Ok(0),
     };
-    let outcome = launch_priority::mutate(
-        containers,
+    let plan = launch_priority::plan(
+        items.len(),
+        priority_of,
         doc.metadata_str("name"),
         doc.metadata_str("generateName"),
         doc.annotation(launch_priority::PRIORITY_ANNOTATION),
         ctx.random,
     )
     .map_err(WebhookError::Failed)?;
-    let Some(launch) = outcome else {
+    let Some(plan) = plan else {
         return Ok(());
     };
-    if let Some(name) = launch.name {
+    // A container as received gets the env spliced into its text (one `replace` each in the patch, its
+    // other bytes as they came); one a step wrote is edited as a tree.
+    let edited: Vec<Item> = items
+        .into_iter()
+        .zip(trees)
+        .enumerate()
+        .map(|(i, (item, tree))| {
+            let as_tree = |tree: Option<Value>| {
+                let mut tree = tree.unwrap_or(Value::Null);
+                launch_priority::append_env(&mut tree, plan.barrier_env(i));
+                Json::Value(tree)
+            };
+            match item {
+                Item::Original(at) => {
+                    match doc
+                        .containers
+                        .append_to_member(at, "env", &plan.barrier_env_text(i))
+                    {
+                        Some(text) => Item::Edited(at, text),
+                        None => Item::Edited(at, as_tree(Some(doc.containers.value(at)))),
+                    }
+                }
+                Item::Edited(at, _) => Item::Edited(at, as_tree(tree)),
+                Item::New(_) => Item::New(as_tree(tree)),
+            }
+        })
+        .collect();
+    if let Some(name) = plan.name {
         *doc.edit(Section::Metadata, "name") = Some(Value::String(name));
     }
-    doc.containers.set(
-        launch
-            .containers
-            .into_iter()
-            .map(|c| Item::New(Json::Value(c)))
-            .collect(),
-    );
+    doc.containers.set(edited);
     Ok(())
 }
 

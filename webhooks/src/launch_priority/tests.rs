@@ -335,3 +335,15 @@ fn odd_barrier_keys_read_as_zero_and_an_env_without_a_key_gates_nothing() {
         assert_eq!(next_priorities(&pod), [0]);
     }
 }
+
+#[test]
+fn the_barrier_env_text_is_the_tree_as_serde_json_writes_it() {
+    for (name, p) in [("fake", 0), ("web-x7k2p", -3), ("odd\"name\\", i64::MAX)] {
+        let text = barrier_env_text(name, p);
+        assert_eq!(text, barrier_env(name, p).to_string());
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            barrier_env(name, p)
+        );
+    }
+}

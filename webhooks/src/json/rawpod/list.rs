@@ -19,6 +19,9 @@ pub enum Item {
     Original(usize),
     /// An element the step wrote.
     New(Json),
+    /// The element at this index of the list as received, in its place, with this content instead (an
+    /// edit of some members): patched with one `replace` rather than a removal and an insertion.
+    Edited(usize, Json),
 }
 
 /// `spec.containers`, `spec.initContainers` or `spec.volumes` of the pod: a list of named objects.
@@ -263,17 +266,23 @@ impl<'a> RawList<'a> {
             None => (0..self.elements.len()).any(original),
             Some(items) => items.iter().any(|item| match item {
                 Item::Original(i) => original(*i),
-                Item::New(Json::Text(t)) => {
-                    crate::json::scan::may_spell(t.as_bytes(), word.as_bytes())
-                }
-                Item::New(Json::Shared(t)) => {
-                    crate::json::scan::may_spell(t.as_bytes(), word.as_bytes())
-                }
-                Item::New(Json::Value(v)) => {
-                    crate::json::scan::may_spell(v.to_string().as_bytes(), word.as_bytes())
-                }
+                Item::New(json) | Item::Edited(_, json) => match json {
+                    Json::Text(t) => crate::json::scan::may_spell(t.as_bytes(), word.as_bytes()),
+                    Json::Shared(t) => crate::json::scan::may_spell(t.as_bytes(), word.as_bytes()),
+                    Json::Value(v) => {
+                        crate::json::scan::may_spell(v.to_string().as_bytes(), word.as_bytes())
+                    }
+                },
             }),
         }
+    }
+
+    /// The element at `index` as received.
+    pub fn element(&self, index: usize) -> Option<RawContainer<'_>> {
+        self.elements.get(index).map(|e| RawContainer {
+            name: e.name.as_deref().unwrap_or(""),
+            members: &self.members[e.members.clone()],
+        })
     }
 
     /// The elements as received, in order.
@@ -308,7 +317,7 @@ impl<'a> RawList<'a> {
     pub fn value_of(&self, item: &Item) -> Value {
         match item {
             Item::Original(i) => self.value(*i),
-            Item::New(v) => v.to_value(),
+            Item::New(v) | Item::Edited(_, v) => v.to_value(),
         }
     }
 
@@ -334,7 +343,7 @@ impl<'a> RawList<'a> {
         let mut last = None;
         let mut in_order = self.presence == Presence::Present;
         for item in &items {
-            if let Item::Original(i) = *item {
+            if let Item::Original(i) | Item::Edited(i, _) = *item {
                 in_order &= i < n && last.is_none_or(|l| l < i);
                 last = Some(i);
                 if i < n {
@@ -354,7 +363,7 @@ impl<'a> RawList<'a> {
                     Item::Original(i) => {
                         text.push_str(self.elements.get(*i).map_or("null", |e| e.text));
                     }
-                    Item::New(v) => v.write(&mut text),
+                    Item::New(v) | Item::Edited(_, v) => v.write(&mut text),
                 }
             }
             text.push(']');
@@ -369,14 +378,73 @@ impl<'a> RawList<'a> {
                 path: self.pointer(Some(i)),
             });
         }
+        let mut edited = Vec::new();
         for (p, item) in items.into_iter().enumerate() {
-            if let Item::New(value) = item {
-                ops.push(Op::Add {
+            match item {
+                Item::New(value) => ops.push(Op::Add {
                     path: self.pointer(Some(p)),
                     value,
-                });
+                }),
+                Item::Edited(_, value) => edited.push((p, value)),
+                Item::Original(_) => {}
             }
         }
+        // Edited elements last, at their final index: the list is in its final order by then.
+        for (p, value) in edited {
+            ops.push(Op::Replace {
+                path: self.pointer(Some(p)),
+                value,
+            });
+        }
+    }
+
+    /// The element at `index` as received with `item` appended to its list member `key` (the member added
+    /// when absent, or replaced when `null`), as text: the rest of the element is copied byte for byte,
+    /// unknown fields included, and nothing is parsed. `None` past the end, or when the member is there but
+    /// not a list.
+    pub fn append_to_member(&self, index: usize, key: &str, item: &str) -> Option<Json> {
+        let element = self.elements.get(index)?;
+        let text = element.text;
+        let members = &self.members[element.members.clone()];
+        let mut out = String::with_capacity(text.len() + item.len() + key.len() + 8);
+        match member(members, key) {
+            Some(m) => {
+                let start = m.text.as_ptr() as usize - text.as_ptr() as usize;
+                let end = start + m.text.len();
+                let value = m.text.trim();
+                out.push_str(&text[..start]);
+                if value == "null" {
+                    out.push('[');
+                    out.push_str(item);
+                    out.push(']');
+                } else {
+                    let inner = value.strip_prefix('[')?.strip_suffix(']')?;
+                    out.push('[');
+                    out.push_str(inner);
+                    if !inner.trim().is_empty() {
+                        out.push(',');
+                    }
+                    out.push_str(item);
+                    out.push(']');
+                }
+                out.push_str(&text[end..]);
+            }
+            None => {
+                let body = text.trim_end();
+                let body = body.strip_suffix('}')?;
+                out.push_str(body);
+                if !body.trim_end().ends_with('{') {
+                    out.push(',');
+                }
+                crate::json::write_string(&mut out, key);
+                out.push(':');
+                out.push('[');
+                out.push_str(item);
+                out.push(']');
+                out.push('}');
+            }
+        }
+        Some(Json::Text(out.into()))
     }
 
     /// The list as the steps so far left it (as received when none set it); `None` when absent.

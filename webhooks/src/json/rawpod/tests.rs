@@ -470,3 +470,81 @@ fn malformed_pods_are_refused_with_the_place() {
         assert!(err.contains(wanted), "{text}: {err}");
     }
 }
+
+#[test]
+fn appending_to_a_member_splices_text_and_patches_with_one_replace() {
+    // Containers as the apiserver writes them (compact) and as a person might (spaces, newlines).
+    let text = r#"{"spec":{"containers":[
+        {"name":"a","env":[{"name":"X","value":"1"}],"x-unknown":{"k":1}},
+        {"name":"b","env":[]},
+        {"name":"c","env":null},
+        {"name":"d"},
+        { "name" : "e" , "env" : [ {"name":"Y"} ] },
+        {"name":"f","env":"not a list"}]}}"#;
+    let pod: Value = serde_json::from_str(text).unwrap();
+    let mut doc = RawPod::parse_str(text).unwrap();
+    let entry = r#"{"name":"B","value":"2"}"#;
+    let items: Vec<Item> = (0..5)
+        .map(|i| Item::Edited(i, doc.containers.append_to_member(i, "env", entry).unwrap()))
+        .chain([Item::Original(5)])
+        .collect();
+    assert!(
+        doc.containers.append_to_member(5, "env", entry).is_none(),
+        "not a list"
+    );
+    assert!(
+        doc.containers.append_to_member(9, "env", entry).is_none(),
+        "past the end"
+    );
+    doc.containers.set(items);
+    let expected = doc.to_value();
+    let ops = doc.into_patch();
+    assert_eq!(
+        op_paths(&ops),
+        [
+            "replace /spec/containers/0",
+            "replace /spec/containers/1",
+            "replace /spec/containers/2",
+            "replace /spec/containers/3",
+            "replace /spec/containers/4"
+        ]
+    );
+    let patched = patch::apply(&pod, &ops).unwrap();
+    assert_eq!(patched, expected);
+    let b = json!({"name": "B", "value": "2"});
+    assert_eq!(
+        patched["spec"]["containers"],
+        json!([
+            {"name": "a", "env": [{"name": "X", "value": "1"}, b], "x-unknown": {"k": 1}},
+            {"name": "b", "env": [b]},
+            {"name": "c", "env": [b]},
+            {"name": "d", "env": [b]},
+            {"name": "e", "env": [{"name": "Y"}, b]},
+            {"name": "f", "env": "not a list"}
+        ])
+    );
+}
+
+#[test]
+fn edited_elements_land_at_their_final_index_among_insertions() {
+    let pod = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
+    let (result, ops) = round_trip(&pod, |doc| {
+        let b = doc
+            .containers
+            .append_to_member(1, "env", r#"{"name":"E"}"#)
+            .unwrap();
+        doc.containers.set(vec![
+            Item::New(json!({"name": "s"}).into()),
+            Item::Original(0),
+            Item::Edited(1, b),
+        ]);
+    });
+    assert_eq!(
+        op_paths(&ops),
+        ["add /spec/containers/0", "replace /spec/containers/2"]
+    );
+    assert_eq!(
+        result["spec"]["containers"],
+        json!([{"name": "s"}, {"name": "a"}, {"name": "b", "env": [{"name": "E"}]}])
+    );
+}
