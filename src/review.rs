@@ -4,8 +4,9 @@
 //! (rules, namespaceSelector against the given Namespace objects, objectSelector against the object),
 //! mutating ones first, then validating ones on the mutated object, with the server's own code. Prints one
 //! AdmissionReview with the combined response. Status writes the answer depends on (a PodUnavailableBudget
-//! spend) are not performed: the review lists them under `statusWrites`, each with the status the object
-//! would be written with.
+//! spend, a WorkloadSpread creation or deletion record) are not performed: the review lists them under
+//! `statusWrites`, each with the status the object would be written with; the subset a pod would get is in
+//! its patched annotation `apps.kruise.io/matched-workloadspread`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -94,6 +95,15 @@ pub fn status_write_json(intent: &StatusIntent) -> serde_json::Value {
             "pod": spend.pod,
             "operation": spend.operation,
             "status": spend.budget.status,
+        }),
+        StatusIntent::SpreadRecord(record) => serde_json::json!({
+            "kind": "WorkloadSpread",
+            "namespace": record.spread.metadata.namespace,
+            "name": record.spread.metadata.name,
+            "resourceVersion": record.spread.metadata.resource_version,
+            "pod": record.pod,
+            "operation": record.operation,
+            "status": record.spread.status,
         }),
     }
 }

@@ -268,16 +268,22 @@ pub async fn start_with(
         let budgets = served.pod_unavailable_budgets
             && pod_webhook
             && kruise_webhooks::podunavailablebudget::enabled(&config.gates);
-        // The workloads PUBs protect: CloneSets and Advanced StatefulSets only where served.
-        let workload_kinds = if budgets {
+        // The WorkloadSpreads the pod webhooks place pods with (spec/workloadspread.md §5), when served.
+        let spreads = pod_webhook
+            && config.gates.enabled(kruise_webhooks::workloadspread::GATE)
+            && crate::cache::discover(&client, "apps.kruise.io/v1beta1", "workloadspreads").await;
+        // The workloads PUBs protect and WorkloadSpread owner chains walk through: CloneSets and Advanced
+        // StatefulSets only where served.
+        let workload_kinds = if budgets || spreads {
             Some(crate::workload::ServedKinds::discover(&client).await)
         } else {
             None
         };
-        let cache = crate::cache::LiveCache::start_with(
+        let cache = crate::cache::LiveCache::start_all(
             client.clone(),
             (served.sidecar_sets && pod_webhook).then_some(config.namespace.as_str()),
             budgets,
+            spreads,
             workload_kinds.map(|kinds| (kinds, config.namespace.as_str())),
         );
         (Cluster::Live(cache), Some(client), served)

@@ -11,6 +11,7 @@ use crate::api::pod::SlimPod;
 use crate::api::podunavailablebudget::PodUnavailableBudget;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
+use crate::api::workloadspread::WorkloadSpread;
 use crate::sidecarset::prepared::PreparedSidecarSet;
 
 /// Questions a webhook may ask about the cluster. Answers come from caches: they never block.
@@ -40,6 +41,19 @@ pub trait PodUnavailableBudgetView {
     ) -> Option<Arc<PodUnavailableBudget>>;
     /// Every PUB of a namespace, in name order (DECISIONS 12).
     fn pod_unavailable_budgets_in(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>>;
+}
+
+/// The WorkloadSpreads the pod webhooks read (v1beta1, the newest copy this replica knows). Implemented over
+/// an informer cache in the server and over YAML in [`crate::fixture`].
+pub trait WorkloadSpreadView {
+    /// Every WorkloadSpread of a namespace, in name order (DECISIONS 12).
+    fn workload_spreads(&self, namespace: &str) -> Vec<Arc<WorkloadSpread>>;
+    /// A WorkloadSpread by namespace and name.
+    fn workload_spread(&self, namespace: &str, name: &str) -> Option<Arc<WorkloadSpread>> {
+        self.workload_spreads(namespace)
+            .into_iter()
+            .find(|w| w.metadata.name.as_deref() == Some(name))
+    }
 }
 
 /// The SidecarSets and ControllerRevisions injection reads. Implemented over informer caches in the server
@@ -79,6 +93,12 @@ impl ClusterView for EmptyView {
         Vec::new()
     }
     fn persistent_volume_claims_in(&self, _: &str) -> Vec<Arc<PersistentVolumeClaim>> {
+        Vec::new()
+    }
+}
+
+impl WorkloadSpreadView for EmptyView {
+    fn workload_spreads(&self, _: &str) -> Vec<Arc<WorkloadSpread>> {
         Vec::new()
     }
 }

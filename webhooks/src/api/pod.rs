@@ -44,6 +44,8 @@ pub const READ_ANNOTATIONS: &[&str] = &[
     "apps.kruise.io/inplace-update-grace",
     "inplace-update-grace",
     "apps.kruise.io/runtime-containers-meta",
+    // WorkloadSpread deletion records (spec/workloadspread.md §5.9).
+    "apps.kruise.io/matched-workloadspread",
 ];
 
 /// The one container env var something reads (a SidecarSet's sidecar carries `IS_INJECTED=true`); the
