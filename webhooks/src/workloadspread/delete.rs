@@ -65,7 +65,7 @@ fn bad_request(message: String) -> Verdict {
 /// with a warning as it stands.
 pub fn classify(
     req: &AdmissionRequest,
-    view: &impl ClusterView,
+    view: &(impl ClusterView + WorkloadSpreadView),
 ) -> Result<Option<Deletion>, Verdict> {
     if !req.resource.group.is_empty() || req.resource.resource != "pods" {
         return Ok(None);
@@ -103,6 +103,10 @@ pub fn classify(
             }
             let namespace = req.namespace();
             let Some(pod) = view.pod(namespace, &req.name) else {
+                // Said only where a WorkloadSpread could have recorded the pod.
+                if view.workload_spreads(namespace).is_empty() {
+                    return Ok(None);
+                }
                 let mut verdict = Verdict::allow();
                 verdict.warnings.push(format!(
                     "Pod {:?} not found in namespace {namespace:?}: its eviction was not recorded in a WorkloadSpread (the controller reconciles it)",
