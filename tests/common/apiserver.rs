@@ -39,7 +39,50 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "podunavailablebudgets",
         "PodUnavailableBudgetList",
     ),
+    // WorkloadSpread placement (tests/workloadspread_placement.rs): the WorkloadSpreads and the workloads
+    // whose stores owner chains are walked through.
+    (
+        "/apis/apps.kruise.io/v1beta1/workloadspreads",
+        "workloadspreads",
+        "WorkloadSpreadList",
+    ),
+    ("/apis/apps/v1/deployments", "deployments", "DeploymentList"),
+    ("/apis/apps/v1/replicasets", "replicasets", "ReplicaSetList"),
+    (
+        "/apis/apps/v1/statefulsets",
+        "statefulsets",
+        "StatefulSetList",
+    ),
+    (
+        "/apis/apps.kruise.io/v1alpha1/clonesets",
+        "clonesets",
+        "CloneSetList",
+    ),
 ];
+
+/// The collection of a kind the WorkloadSpread placement tests store (kept apart from the PUB ones).
+fn spread_collection_of(kind: &str) -> Option<&'static str> {
+    let at = match kind {
+        "WorkloadSpread" => 4,
+        "Deployment" => 5,
+        "ReplicaSet" => 6,
+        "StatefulSet" => 7,
+        "CloneSet" => 8,
+        _ => return None,
+    };
+    Some(COLLECTIONS[at].0)
+}
+
+/// `<resource>.<group>` of a collection path, for the API server's texts.
+fn resource_of(collection: &str) -> String {
+    let mut parts = collection.rsplit('/');
+    let resource = parts.next().unwrap_or_default();
+    let _version = parts.next();
+    match parts.next() {
+        Some(group) if collection.starts_with("/apis/") => format!("{resource}.{group}"),
+        _ => resource.to_owned(),
+    }
+}
 
 /// A status write as the stand-in saw it.
 #[derive(Debug, Clone)]
@@ -160,7 +203,8 @@ impl StandIn {
             "Pod" => COLLECTIONS[1].0,
             "PersistentVolumeClaim" => COLLECTIONS[2].0,
             "PodUnavailableBudget" => COLLECTIONS[3].0,
-            other => panic!("the stand-in does not serve {other}"),
+            other => spread_collection_of(other)
+                .unwrap_or_else(|| panic!("the stand-in does not serve {other}")),
         }
     }
 
@@ -365,11 +409,12 @@ impl StandIn {
             return failure(
                 StatusCode::NOT_FOUND,
                 "NotFound",
-                &format!("podunavailablebudgets.policy.kruise.io {name:?} not found"),
+                &format!("{} {name:?} not found", resource_of(collection)),
             );
         };
         let conflict_text = format!(
-            "Operation cannot be fulfilled on podunavailablebudgets.policy.kruise.io {name:?}: the object has been modified; please apply your changes to the latest version and try again"
+            "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
+            resource_of(collection)
         );
         if state.conflicts > 0 {
             state.conflicts -= 1;
