@@ -268,6 +268,9 @@ fn the_caches_the_webhooks_read_may_list_and_watch() {
         ("", "persistentvolumeclaims"),
         ("apps.kruise.io", "sidecarsets"),
         ("policy.kruise.io", "podunavailablebudgets"),
+        ("apps.kruise.io", "workloadspreads"),
+        ("apps", "replicasets"),
+        ("apps.kruise.io", "clonesets"),
     ] {
         let verbs = cluster_role_verbs(group, resource);
         for verb in ["list", "watch"] {
@@ -277,4 +280,19 @@ fn the_caches_the_webhooks_read_may_list_and_watch() {
             );
         }
     }
+}
+
+#[test]
+fn the_pod_webhooks_may_write_what_they_record() {
+    // Status writes inside admission (spec/workloadspread.md §5.4 (c) 7, §5.9; PUB §7.3): an update of the
+    // status subresource, and a get to read the object again after a conflict.
+    for (group, resource) in [
+        ("apps.kruise.io", "workloadspreads/status"),
+        ("policy.kruise.io", "podunavailablebudgets/status"),
+    ] {
+        assert!(cluster_role_verbs(group, resource).contains("update"), "{group}/{resource}");
+    }
+    assert!(cluster_role_verbs("apps.kruise.io", "workloadspreads").contains("get"));
+    // Owner chains through Jobs (§4.1).
+    assert!(cluster_role_verbs("batch", "jobs").contains("get"));
 }
