@@ -290,7 +290,10 @@ fn the_pod_webhooks_may_write_what_they_record() {
         ("apps.kruise.io", "workloadspreads/status"),
         ("policy.kruise.io", "podunavailablebudgets/status"),
     ] {
-        assert!(cluster_role_verbs(group, resource).contains("update"), "{group}/{resource}");
+        assert!(
+            cluster_role_verbs(group, resource).contains("update"),
+            "{group}/{resource}"
+        );
     }
     assert!(cluster_role_verbs("apps.kruise.io", "workloadspreads").contains("get"));
     // Owner chains through Jobs (§4.1).

@@ -36,9 +36,19 @@ pub fn find(
     kinds: WorkloadKinds<'_>,
     labels: &BTreeMap<String, String>,
 ) -> Result<Option<Arc<WorkloadSpread>>, String> {
-    let mut sorted: Vec<&Arc<WorkloadSpread>> = spreads.iter().collect();
-    sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    for ws in sorted {
+    // Views hand them over in name order already (DECISIONS 12); sorted here only when they are not.
+    let in_order = spreads.is_sorted_by(|a, b| a.metadata.name <= b.metadata.name);
+    let mut sorted: Vec<&Arc<WorkloadSpread>> = Vec::new();
+    if !in_order {
+        sorted = spreads.iter().collect();
+        sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    }
+    let ordered: Box<dyn Iterator<Item = &Arc<WorkloadSpread>>> = if in_order {
+        Box::new(spreads.iter())
+    } else {
+        Box::new(sorted.into_iter())
+    };
+    for ws in ordered {
         if ws.metadata.deletion_timestamp.is_some() {
             continue;
         }
