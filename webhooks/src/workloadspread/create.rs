@@ -184,3 +184,34 @@ pub fn on_create(
         full: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_active_pods_with_a_workload_controller_are_looked_at() {
+        let kinds = WorkloadKinds { custom: &[] };
+        let owned = |api_version: &str, kind: &str| {
+            json!({"metadata": {"ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": "n"},
+                {"apiVersion": api_version, "kind": kind, "name": "x", "controller": true}]}})
+        };
+        assert!(wants(&owned("apps/v1", "ReplicaSet"), kinds));
+        assert!(wants(
+            &owned("apps.kruise.io/v1beta1", "StatefulSet"),
+            kinds
+        ));
+        assert!(wants(&owned("batch/v1", "Job"), kinds));
+        assert!(!wants(&owned("apps/v1", "DaemonSet"), kinds));
+        assert!(!wants(&owned("apps/v1/x", "ReplicaSet"), kinds));
+        assert!(!wants(&json!({"metadata": {}}), kinds));
+        let mut done = owned("apps/v1", "ReplicaSet");
+        done["status"] = json!({"phase": "Succeeded"});
+        assert!(!wants(&done, kinds));
+        let mut deleting = owned("apps/v1", "ReplicaSet");
+        deleting["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:00Z");
+        assert!(!wants(&deleting, kinds));
+    }
+}

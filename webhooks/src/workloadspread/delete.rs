@@ -270,3 +270,117 @@ pub fn validate(
         Err(message) => bad_request(message),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::FixtureCluster;
+    use serde_json::json;
+
+    const NOW: &str = "2025-01-01T00:00:00Z";
+
+    fn cluster(status: Value, subsets: Value) -> FixtureCluster {
+        let mut c = FixtureCluster::default();
+        c.insert(json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "WorkloadSpread",
+            "metadata": {"name": "ws", "namespace": "ns", "resourceVersion": "10"},
+            "spec": {"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs"},
+                     "subsets": subsets},
+            "status": status}))
+            .unwrap();
+        c
+    }
+
+    fn deletion(annotation: &str, phase: &str) -> Deletion {
+        let pod: SlimPod = serde_json::from_value(json!({"metadata": {"name": "cs-aaaaa", "namespace": "ns",
+            "annotations": {ANNOTATION: annotation},
+            "ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs",
+                "uid": "u", "controller": true}]},
+            "status": {"phase": phase}}))
+        .unwrap();
+        Deletion {
+            pod: Arc::new(pod),
+            operation: "DELETE",
+        }
+    }
+
+    fn written(intent: Option<StatusIntent>) -> Value {
+        match intent {
+            Some(StatusIntent::SpreadRecord(r)) => {
+                assert_eq!(r.failure_code, 400);
+                serde_json::to_value(&r.spread.status.unwrap().versioned_subset_statuses).unwrap()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_delete_adds_a_deleting_record_and_room() {
+        let c = cluster(
+            json!({"versionedSubsetStatuses": {"versionIgnored": [
+                {"name": "a", "replicas": 2, "missingReplicas": 0}, {"name": "b", "replicas": 0, "missingReplicas": -1}]}}),
+            json!([{"name": "a", "maxReplicas": 2}, {"name": "b"}]),
+        );
+        let intent = record(
+            &deletion(r#"{"name":"ws","subset":"a"}"#, "Running"),
+            &c,
+            None,
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(
+            written(intent),
+            json!({"versionIgnored": [
+                {"name": "a", "replicas": 2, "missingReplicas": 1, "deletingPods": {"cs-aaaaa": NOW}},
+                {"name": "b", "replicas": 0, "missingReplicas": -1}]})
+        );
+        // Unlimited subset, inactive pod, corrupt annotation, unknown WorkloadSpread: nothing.
+        for (annotation, phase) in [
+            (r#"{"name":"ws","subset":"b"}"#, "Running"),
+            (r#"{"name":"ws","subset":"a"}"#, "Failed"),
+            ("{corrupt", "Running"),
+            (r#"{"name":"gone","subset":"a"}"#, "Running"),
+        ] {
+            assert_eq!(
+                record(&deletion(annotation, phase), &c, None, NOW),
+                Ok(None),
+                "{annotation} {phase}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_version_list_is_initialised_and_a_bad_percentage_is_a_clear_error() {
+        let c = cluster(
+            json!({}),
+            json!([{"name": "a", "maxReplicas": "50%"}, {"name": "b"}]),
+        );
+        let intent = record(
+            &deletion(r#"{"name":"ws","subset":"a"}"#, "Running"),
+            &c,
+            Some(&Ok(4)),
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(
+            written(intent),
+            json!({"versionIgnored": [
+                {"name": "a", "replicas": 0, "missingReplicas": 3, "deletingPods": {"cs-aaaaa": NOW}},
+                {"name": "b", "replicas": 0, "missingReplicas": -1}]})
+        );
+        let bad = cluster(
+            json!({}),
+            json!([{"name": "a", "maxReplicas": "x%"}, {"name": "b"}]),
+        );
+        let err = record(
+            &deletion(r#"{"name":"ws","subset":"a"}"#, "Running"),
+            &bad,
+            Some(&Ok(4)),
+            NOW,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "WorkloadSpread ns/ws subset a: subset replicas (x%) should be correct percentage integer: strconv.ParseInt: parsing \"x\": invalid syntax"
+        );
+    }
+}
