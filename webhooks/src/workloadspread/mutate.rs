@@ -247,6 +247,31 @@ mod tests {
     }
 
     #[test]
+    fn patch_merges_init_containers_by_name_and_replaces_lists_without_merge_key() {
+        // spec §5.5 step 5: initContainers merge by name; tolerations, a container's command and the
+        // affinity term lists have no patch strategy and are replaced whole.
+        let p = subset(json!({"name": "a",
+            "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+            "patch": {"spec": {
+                "initContainers": [{"name": "init", "command": ["sh", "-c", "true"]}, {"name": "setup", "image": "busybox"}],
+                "tolerations": [{"key": "gpu", "operator": "Exists"}]}}}));
+        let pod = json!({"spec": {
+            "initContainers": [{"name": "init", "image": "alpine", "command": ["echo", "hi"]}],
+            "tolerations": [{"key": "old", "operator": "Exists"}]}});
+        let out = apply(pod, &p, &matched("a")).unwrap();
+        assert_eq!(
+            out["spec"]["initContainers"],
+            json!([{"name": "init", "image": "alpine", "command": ["sh", "-c", "true"]},
+                   {"name": "setup", "image": "busybox"}])
+        );
+        // The subset's tolerations were appended first (step 1); the patch then replaces the list (step 5).
+        assert_eq!(
+            out["spec"]["tolerations"],
+            json!([{"key": "gpu", "operator": "Exists"}])
+        );
+    }
+
+    #[test]
     fn scenario_15_an_invalid_patch_is_an_error_not_a_panic() {
         let bad = subset(json!({"name": "a", "patch": {"spec": {"containers": "x"}}}));
         let err = apply(
