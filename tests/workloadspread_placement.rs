@@ -69,7 +69,7 @@ fn pod(i: usize) -> Value {
     let mut metadata = json!({"namespace": "ns", "labels": {"app": "cs"},
         "ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs",
             "uid": "uid-cs", "controller": true}]});
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         metadata["name"] = json!(format!("cs-{i}"));
     } else {
         metadata["generateName"] = json!("cs-");

@@ -159,7 +159,7 @@ pub fn on_create(
     };
     let intent = write.map(|spread| {
         StatusIntent::SpreadRecord(SpreadRecord {
-            spread,
+            spread: *spread,
             pod: uid.clone().unwrap_or_else(|| name.to_owned()),
             operation: "CREATE",
             failure_code: 500,

@@ -52,12 +52,12 @@ fn dry(options: Option<&Options>) -> bool {
         .is_some_and(|d| !d.is_empty())
 }
 
-fn bad_request(message: String) -> Verdict {
-    Verdict::deny(Denial {
+fn bad_request(message: String) -> Box<Verdict> {
+    Box::new(Verdict::deny(Denial {
         code: 400,
         reason: None,
         message,
-    })
+    }))
 }
 
 /// What the step decides on, from a request (§5.8): `Ok(None)` when there is nothing to record (another
@@ -66,7 +66,7 @@ fn bad_request(message: String) -> Verdict {
 pub fn classify(
     req: &AdmissionRequest,
     view: &(impl ClusterView + WorkloadSpreadView),
-) -> Result<Option<Deletion>, Verdict> {
+) -> Result<Option<Deletion>, Box<Verdict>> {
     if !req.resource.group.is_empty() || req.resource.resource != "pods" {
         return Ok(None);
     }
@@ -112,7 +112,7 @@ pub fn classify(
                     "Pod {:?} not found in namespace {namespace:?}: its eviction was not recorded in a WorkloadSpread (the controller reconciles it)",
                     req.name
                 ));
-                return Err(verdict);
+                return Err(Box::new(verdict));
             };
             Ok(Some(Deletion {
                 pod,
@@ -259,7 +259,7 @@ pub fn validate(
     let deletion = match classify(req, view) {
         Ok(Some(deletion)) => deletion,
         Ok(None) => return Verdict::allow(),
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     match record(&deletion, view, replicas, now) {
         Ok(intent) => {
@@ -267,7 +267,7 @@ pub fn validate(
             verdict.intents.extend(intent);
             verdict
         }
-        Err(message) => bad_request(message),
+        Err(message) => *bad_request(message),
     }
 }
 

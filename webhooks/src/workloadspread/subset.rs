@@ -200,7 +200,7 @@ pub enum Choice {
         uid: Option<String>,
         /// The WorkloadSpread to write (status subresource) before the answer stands, when the choice
         /// reserves a place.
-        write: Option<WorkloadSpread>,
+        write: Option<Box<WorkloadSpread>>,
     },
 }
 
@@ -297,7 +297,7 @@ pub fn choose(ws: &WorkloadSpread, pod: Placing<'_>) -> Result<Choice, String> {
     Ok(Choice::Subset {
         subset,
         uid,
-        write: Some(written),
+        write: Some(Box::new(written)),
     })
 }
 
