@@ -196,6 +196,30 @@ pub async fn target_replicas(
     Ok(replicas_at(&object, path).map_or(0, |r| r as i32))
 }
 
+/// A random version-4 UUID, for a review that came without a request UID (the API server always sends one).
+fn random_uuid() -> String {
+    use std::hash::BuildHasher;
+    let draw = || std::collections::hash_map::RandomState::new().hash_one(0u8);
+    let (hi, lo) = (draw(), draw());
+    let bytes: [u8; 16] = {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&hi.to_be_bytes());
+        b[8..].copy_from_slice(&lo.to_be_bytes());
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        b
+    };
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
 /// The facts of the WorkloadSpread step of a pod CREATE, when it may act (gate on, a pod with a controller
 /// in a namespace with a WorkloadSpread); `None` otherwise.
 pub async fn for_create(
@@ -234,7 +258,11 @@ pub async fn for_create(
         chain,
         custom: Vec::new(),
         replicas: None,
-        generated_uid: req.uid.clone(),
+        generated_uid: if req.uid.is_empty() {
+            random_uuid()
+        } else {
+            req.uid.clone()
+        },
     };
     facts.custom = custom;
     if let Ok(Some(ws)) = create::spread_for(&pod, &namespace, cluster, &facts)
@@ -286,5 +314,26 @@ pub async fn for_create_within(
             // No owner known: no WorkloadSpread manages the pod, nothing is reserved.
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_uuids_are_version_4_and_differ() {
+        let (a, b) = (random_uuid(), random_uuid());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert!(a.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn not_found_texts_name_the_resource_as_the_api_server_does() {
+        assert_eq!(resource_of("apps", "ReplicaSet"), "replicasets.apps");
+        assert_eq!(resource_of("batch", "Job"), "jobs.batch");
+        assert_eq!(resource_of("", "Pod"), "pods");
     }
 }

@@ -260,6 +260,10 @@ pub fn choose(ws: &WorkloadSpread, pod: Placing<'_>) -> Result<Choice, String> {
     } else {
         pod.name
     };
+    if key.is_empty() {
+        // Two such pods would share one record: refuse rather than place a pod unrecorded.
+        return Err("the pod has neither a name nor a generated uid to record it under".into());
+    }
     let uid = pod.name.is_empty().then(|| pod.generated_uid.to_owned());
     // 4. Already recorded (by name; a pod without one by the key this request generated, which only a
     // decision of this same request can have written).

@@ -328,3 +328,11 @@ fn find_honours_order_deletion_and_target_filters() {
             .is_none()
     );
 }
+
+#[test]
+fn a_pod_without_name_or_generated_uid_is_refused_not_placed_unrecorded() {
+    let t = now();
+    let mut p = placing("", &t);
+    p.generated_uid = "";
+    assert!(choose(&ws(json!(null)), p).is_err());
+}
