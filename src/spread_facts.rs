@@ -235,18 +235,24 @@ pub async fn for_create(
     {
         return None;
     }
+    // The request's namespace is the pod's (the API server fills one from the other): checked before the
+    // pod is read, so a pod create in a namespace without WorkloadSpread reads nothing more.
+    let request_namespace = req
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default");
+    if cluster.workload_spreads(request_namespace).is_empty() {
+        return None;
+    }
     let pod: Value = serde_json::from_str(req.object()?.get()).ok()?;
     let first = controller_link(pod.pointer("/metadata/ownerReferences"))?;
     let namespace = pod
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
-        .or(req.namespace.as_deref().filter(|n| !n.is_empty()))
-        .unwrap_or("default")
+        .unwrap_or(request_namespace)
         .to_owned();
-    if cluster.workload_spreads(&namespace).is_empty() {
-        return None;
-    }
     let workloads = workloads_of(cluster)?;
     let custom = custom_workloads(cluster, kruise_namespace).await;
     let kinds = WorkloadKinds { custom: &custom };

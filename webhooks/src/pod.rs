@@ -54,8 +54,8 @@ pub struct PodContext<'a> {
     /// of the namespace has a `targetRef` ([`related::wants_workload`]); `None` otherwise (the related-pub
     /// step then matches selectors only).
     pub workload: Option<&'a related::WorkloadKey>,
-    /// What the WorkloadSpread step needs from outside the view ([`SpreadFacts`]); `None`: the step finds
-    /// no owner and changes nothing.
+    /// What the WorkloadSpread step needs from outside the view ([`SpreadFacts`]); `None`: no WorkloadSpread
+    /// may manage the pod (none in its namespace, or the pod has no controller), the step is skipped.
     pub spreads: Option<&'a SpreadFacts>,
 }
 
@@ -329,10 +329,11 @@ pub fn mutate(
     let mut verdict = Verdict::allow();
     readiness_gate(&mut doc, req, ctx.gates); // 1
     let mut earlier = Vec::new();
-    if spread_step_runs(req, ctx.gates)? {
-        // 2: WorkloadSpread (spec/workloadspread.md §5.1-§5.6).
-        let none = SpreadFacts::none();
-        let facts = ctx.spreads.unwrap_or(&none);
+    // 2: WorkloadSpread (spec/workloadspread.md §5.1-§5.6), when the I/O layer found that a WorkloadSpread may
+    // manage the pod (its namespace has one, the pod a controller): the common pod create builds nothing here.
+    if let Some(facts) = ctx.spreads
+        && spread_step_runs(req, ctx.gates)?
+    {
         let before = doc.to_value();
         let namespace = Some(doc.metadata_str("namespace"))
             .filter(|n| !n.is_empty())

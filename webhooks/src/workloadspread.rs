@@ -48,20 +48,5 @@ pub struct SpreadFacts {
     pub generated_uid: String,
 }
 
-impl SpreadFacts {
-    /// No owner, no whitelist: the step leaves every pod alone.
-    pub fn none() -> Self {
-        Self {
-            chain: OwnerChain {
-                links: Vec::new(),
-                end: workload::ChainEnd::Top,
-            },
-            custom: Vec::new(),
-            replicas: None,
-            generated_uid: String::new(),
-        }
-    }
-}
-
 /// The feature gate `WorkloadSpread` (on by default, DECISIONS 1).
 pub const GATE: &str = "WorkloadSpread";
