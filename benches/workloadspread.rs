@@ -1,6 +1,7 @@
 //! The WorkloadSpread step of the pod webhooks (spec/workloadspread.md §5).
 //!
-//! 1. The decision (pure): the subset choice of a pod create (`subset::find` + `subset::choose`) and the
+//! 1. The decision (pure): the subset choice of a pod create (`create::spread_for`: the WorkloadSpreads whose
+//!    target is in the pod's owner chain, then `subset::find`; and `subset::choose`) and the
 //!    whole WorkloadSpread step (`create::on_create`: choice, mutation, annotation) with 1,000
 //!    WorkloadSpreads in the pod's namespace, the matching one last by name. criterion reports the mean;
 //!    p50/p99 per call come from a timed loop afterwards (goal: under 20 µs).
@@ -30,9 +31,8 @@ use kruise_webhook::config::ServeConfig;
 use kruise_webhook::server::tls::{CertStore, client_config, server_config};
 use kruise_webhook::workload::ServedKinds;
 use kruise_webhooks::fixture::FixtureCluster;
-use kruise_webhooks::view::WorkloadSpreadView;
 use kruise_webhooks::workloadspread::subset::{self, Placing};
-use kruise_webhooks::workloadspread::workload::{ChainEnd, Link, OwnerChain, WorkloadKinds};
+use kruise_webhooks::workloadspread::workload::{ChainEnd, Link, OwnerChain};
 use kruise_webhooks::workloadspread::{SpreadFacts, create};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -136,17 +136,10 @@ fn decision(c: &mut Criterion) {
         generated_uid: "00000000-0000-4000-8000-000000000007".into(),
     };
     let now: Time = serde_json::from_value(json!(NOW)).unwrap();
-    let labels = BTreeMap::from([("app".to_owned(), owner.to_owned())]);
     let choose = || {
-        let spreads = cluster.workload_spreads("default");
-        let ws = subset::find(
-            &spreads,
-            &facts.chain,
-            WorkloadKinds { custom: &[] },
-            &labels,
-        )
-        .unwrap()
-        .expect("a WorkloadSpread");
+        let ws = create::spread_for(&pod, "default", &cluster, &facts)
+            .unwrap()
+            .expect("a WorkloadSpread");
         subset::choose(
             &ws,
             Placing {

@@ -359,6 +359,30 @@ impl LiveCache {
             .cloned()
     }
 
+    /// The WorkloadSpreads of a namespace that `keep` keeps, each the newest this replica knows, in name
+    /// order (DECISIONS 12). Only those are cloned out of the store.
+    fn newest_spreads(
+        &self,
+        namespace: &str,
+        keep: impl Fn(&WorkloadSpread) -> bool,
+    ) -> Vec<Arc<WorkloadSpread>> {
+        let Some(store) = self.spreads.as_ref() else {
+            return Vec::new();
+        };
+        let mut spreads: Vec<Arc<WorkloadSpread>> = store
+            .store()
+            .state_filter(|w| w.metadata.namespace.as_deref() == Some(namespace) && keep(w))
+            .into_iter()
+            .filter_map(|w| {
+                let name = w.metadata.name.clone().unwrap_or_default();
+                self.spread_copies
+                    .newest(&(namespace.to_owned(), name), Some(w))
+            })
+            .collect();
+        spreads.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        spreads
+    }
+
     /// The newest WorkloadSpread this replica knows: the informer's, or the copy kept, whichever is newer.
     fn newest_spread(&self, namespace: &str, name: &str) -> Option<Arc<WorkloadSpread>> {
         let cached = self
@@ -639,20 +663,29 @@ impl WorkloadSpreadView for Cluster {
     fn workload_spreads(&self, namespace: &str) -> Vec<Arc<WorkloadSpread>> {
         match self {
             Self::Fixture(f) => f.workload_spreads(namespace),
+            Self::Live(c) => c.newest_spreads(namespace, |_| true),
+        }
+    }
+    fn has_workload_spreads(&self, namespace: &str) -> bool {
+        match self {
+            Self::Fixture(f) => f.has_workload_spreads(namespace),
+            Self::Live(c) => c.spreads.as_ref().is_some_and(|s| {
+                s.store()
+                    .find(|w| w.metadata.namespace.as_deref() == Some(namespace))
+                    .is_some()
+            }),
+        }
+    }
+    fn workload_spreads_targeting(
+        &self,
+        namespace: &str,
+        kind: &str,
+        name: &str,
+    ) -> Vec<Arc<WorkloadSpread>> {
+        match self {
+            Self::Fixture(f) => f.workload_spreads_targeting(namespace, kind, name),
             Self::Live(c) => {
-                let Some(store) = c.spreads.as_ref() else {
-                    return Vec::new();
-                };
-                let mut spreads: Vec<Arc<WorkloadSpread>> = in_namespace(store.store(), namespace)
-                    .into_iter()
-                    .filter_map(|w| {
-                        let name = w.metadata.name.clone().unwrap_or_default();
-                        c.spread_copies
-                            .newest(&(namespace.to_owned(), name), Some(w))
-                    })
-                    .collect();
-                spreads.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-                spreads
+                c.newest_spreads(namespace, |w| kruise_webhooks::view::targets(w, kind, name))
             }
         }
     }

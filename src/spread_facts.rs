@@ -242,7 +242,7 @@ pub async fn for_create(
         .as_deref()
         .filter(|n| !n.is_empty())
         .unwrap_or("default");
-    if cluster.workload_spreads(request_namespace).is_empty() {
+    if !cluster.has_workload_spreads(request_namespace) {
         return None;
     }
     let pod: Value = serde_json::from_str(req.object()?.get()).ok()?;

@@ -320,6 +320,23 @@ impl WorkloadSpreadView for FixtureCluster {
     fn workload_spread(&self, namespace: &str, name: &str) -> Option<Arc<WorkloadSpread>> {
         self.spreads.get(namespace)?.get(name).cloned()
     }
+    fn has_workload_spreads(&self, namespace: &str) -> bool {
+        self.spreads.get(namespace).is_some_and(|m| !m.is_empty())
+    }
+    fn workload_spreads_targeting(
+        &self,
+        namespace: &str,
+        kind: &str,
+        name: &str,
+    ) -> Vec<Arc<WorkloadSpread>> {
+        self.spreads
+            .get(namespace)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter(|w| crate::view::targets(w, kind, name))
+            .cloned()
+            .collect()
+    }
 }
 
 impl PodUnavailableBudgetView for FixtureCluster {

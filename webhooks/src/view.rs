@@ -54,6 +54,32 @@ pub trait WorkloadSpreadView {
             .into_iter()
             .find(|w| w.metadata.name.as_deref() == Some(name))
     }
+    /// Whether the namespace has a WorkloadSpread (asked on every pod create: implementations answer
+    /// without collecting them).
+    fn has_workload_spreads(&self, namespace: &str) -> bool {
+        !self.workload_spreads(namespace).is_empty()
+    }
+    /// The WorkloadSpreads of a namespace whose `targetRef` has this kind and name (any group), in name
+    /// order: the only ones that can match a pod whose owner chain holds that kind and name.
+    fn workload_spreads_targeting(
+        &self,
+        namespace: &str,
+        kind: &str,
+        name: &str,
+    ) -> Vec<Arc<WorkloadSpread>> {
+        self.workload_spreads(namespace)
+            .into_iter()
+            .filter(|w| targets(w, kind, name))
+            .collect()
+    }
+}
+
+/// Whether a WorkloadSpread's `targetRef` has this kind and name.
+pub fn targets(ws: &WorkloadSpread, kind: &str, name: &str) -> bool {
+    ws.spec
+        .target_ref
+        .as_ref()
+        .is_some_and(|t| t.kind == kind && t.name == name)
 }
 
 /// The SidecarSets and ControllerRevisions injection reads. Implemented over informer caches in the server

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::SpreadFacts;
 use super::annotation::MatchedWorkloadSpread;
 use super::subset::{self, Choice, Placing};
-use super::workload::{WorkloadKinds, api_group, pod_version};
+use super::workload::{ChainEnd, WorkloadKinds, api_group, pod_version};
 use crate::api::workloadspread::WorkloadSpread;
 use crate::verdict::{SpreadRecord, StatusIntent};
 use crate::view::WorkloadSpreadView;
@@ -101,7 +101,21 @@ pub fn spread_for(
     if !wants(pod, kinds) {
         return Ok(None);
     }
-    let spreads = view.workload_spreads(namespace);
+    // Only a WorkloadSpread whose target is in the owner chain can match, unless an owner is missing (then
+    // every one that could own it through that owner must be looked at, §5.3 step 4).
+    let spreads = if matches!(facts.chain.end, ChainEnd::NotFound(_)) {
+        view.workload_spreads(namespace)
+    } else {
+        let mut candidates: Vec<Arc<WorkloadSpread>> = Vec::new();
+        for link in &facts.chain.links {
+            candidates.extend(view.workload_spreads_targeting(namespace, &link.kind, &link.name));
+        }
+        if facts.chain.links.len() > 1 {
+            candidates.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+            candidates.dedup_by(|a, b| a.metadata.name == b.metadata.name);
+        }
+        candidates
+    };
     if spreads.is_empty() {
         return Ok(None);
     }

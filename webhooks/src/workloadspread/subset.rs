@@ -24,8 +24,8 @@ use crate::validation::meta::selector_conversion_error;
 /// `maxReplicas` absent, for the StatefulSet ordinal walk (§5.4 (b)).
 const UNLIMITED: i64 = i32::MAX as i64;
 
-/// The WorkloadSpread of the namespace that manages the pod (§5.3): the first, in name order (DECISIONS
-/// 12), not being deleted, whose `targetRef` is the pod's workload and whose `targetFilter` selects the pod.
+/// The WorkloadSpread of the namespace that manages the pod (§5.3): the first of `spreads` (in name order,
+/// DECISIONS 12), not being deleted, whose `targetRef` is the pod's workload and whose `targetFilter` selects the pod.
 ///
 /// # Errors
 /// OpenKruise's NotFound text when an owner between the pod and a WorkloadSpread's target is missing, for
@@ -36,19 +36,8 @@ pub fn find(
     kinds: WorkloadKinds<'_>,
     labels: &BTreeMap<String, String>,
 ) -> Result<Option<Arc<WorkloadSpread>>, String> {
-    // Views hand them over in name order already (DECISIONS 12); sorted here only when they are not.
-    let in_order = spreads.is_sorted_by(|a, b| a.metadata.name <= b.metadata.name);
-    let mut sorted: Vec<&Arc<WorkloadSpread>> = Vec::new();
-    if !in_order {
-        sorted = spreads.iter().collect();
-        sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    }
-    let ordered: Box<dyn Iterator<Item = &Arc<WorkloadSpread>>> = if in_order {
-        Box::new(spreads.iter())
-    } else {
-        Box::new(sorted.into_iter())
-    };
-    for ws in ordered {
+    // In name order, as views hand them over (DECISIONS 12).
+    for ws in spreads {
         if ws.metadata.deletion_timestamp.is_some() {
             continue;
         }

@@ -128,7 +128,8 @@ pub fn reference_equal(
         let Some(group) = api_group(&link.api_version) else {
             return Reference::Ignore;
         };
-        if group == target_group && link.kind == target.kind && link.name == target.name {
+        // Kind and name first: most WorkloadSpreads of a namespace differ there.
+        if link.kind == target.kind && link.name == target.name && group == target_group {
             return Reference::Match;
         }
         if !kinds.contains(group, &link.kind) {
