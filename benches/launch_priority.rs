@@ -50,6 +50,7 @@ fn bench(c: &mut Criterion) {
         random: 0.5,
         kruise_namespace: "kruise-system",
         workload: None,
+        spreads: None,
     };
     let view = FixtureCluster::default();
     let (with, without) = (request(true), request(false));

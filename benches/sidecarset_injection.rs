@@ -113,6 +113,7 @@ fn bench(c: &mut Criterion) {
         random: 0.5,
         kruise_namespace: "kruise-system",
         workload: None,
+        spreads: None,
     };
     let req = request();
     let small = cluster(0);

@@ -43,7 +43,9 @@ use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
 use kruise_webhooks::workloadspread::whitelist as ws_whitelist;
 
 use crate::workload::{ServedKinds, WorkloadStores, Workloads};
-use budgets::BudgetCopies;
+use budgets::{BudgetCopies, SpreadCopies};
+use kruise_webhooks::view::WorkloadSpreadView;
+use kruise_webhooks::workloadspread::whitelist::CustomWorkload;
 use shared::{Change, Shared};
 
 /// How long the live custom-resource count may take before it counts as a list error.
@@ -138,6 +140,14 @@ pub struct LiveStores {
     /// The PUBs this replica wrote or read fresh, and a lock per PUB: shared by the gate's spends and the
     /// PUB status controller ([`budgets`]).
     budget_copies: BudgetCopies,
+    /// The WorkloadSpreads (v1beta1), when watched (gate WorkloadSpread on and the CRD served).
+    spreads: Option<Shared<WorkloadSpread>>,
+    /// The WorkloadSpreads this replica wrote or read fresh, and a lock per WorkloadSpread: shared by the
+    /// pod webhooks' status records and the WorkloadSpread status controller (spec/workloadspread.md §5.7).
+    spread_copies: SpreadCopies,
+    /// The custom workload whitelist, read once per process on the first pod create that needs it
+    /// (spec/workloadspread.md §4.2 [quirk]); a read error is not kept.
+    spread_whitelist: tokio::sync::OnceCell<Vec<CustomWorkload>>,
     /// Events of the PUB gate (`pub-controller`, as OpenKruise's webhook records them).
     budget_events: crate::events::Recorder,
     synced: Arc<AtomicBool>,
@@ -186,6 +196,18 @@ impl LiveCache {
         budgets: bool,
         workloads: Option<(ServedKinds, &str)>,
     ) -> Self {
+        Self::start_all(client, sidecar_sets_in, budgets, false, workloads)
+    }
+
+    /// [`LiveCache::start_with`], and with `spreads` the WorkloadSpreads the pod webhooks read
+    /// (spec/workloadspread.md §5); their owner chains are walked through the `workloads` stores.
+    pub fn start_all(
+        client: Client,
+        sidecar_sets_in: Option<&str>,
+        budgets: bool,
+        spreads: bool,
+        workloads: Option<(ServedKinds, &str)>,
+    ) -> Self {
         let cache = Self(Arc::new(LiveStores {
             namespaces: watch_all(&client, shared::whole_lists()),
             pods: watch_all(&client, shared::paged_lists()),
@@ -200,6 +222,9 @@ impl LiveCache {
                 )
             }),
             budget_copies: BudgetCopies::default(),
+            spreads: spreads.then(|| watch_all(&client, shared::whole_lists())),
+            spread_copies: SpreadCopies::default(),
+            spread_whitelist: tokio::sync::OnceCell::new(),
             budget_events: crate::events::Recorder::new(client.clone(), "pub-controller"),
             client,
             synced: Arc::new(AtomicBool::new(false)),
@@ -211,6 +236,7 @@ impl LiveCache {
             cache.budgets.as_ref().map(|b| b.store().clone()),
             cache.synced.clone(),
         );
+        let spread_store = cache.spreads.as_ref().map(|s| s.store().clone());
         let workloads = cache.workloads.as_ref().map(|w| w.stores().ready());
         tokio::spawn(async move {
             let _ = futures::join!(
@@ -220,6 +246,11 @@ impl LiveCache {
                 async {
                     if let Some(budgets) = budgets {
                         let _ = budgets.wait_until_ready().await;
+                    }
+                },
+                async {
+                    if let Some(spreads) = spread_store {
+                        let _ = spreads.wait_until_ready().await;
                     }
                 },
                 async {
@@ -296,6 +327,70 @@ impl LiveCache {
             .store()
             .get(&reflector::ObjectRef::new(name).within(namespace));
         self.budget_copies
+            .newest(&(namespace.to_owned(), name.to_owned()), cached)
+    }
+
+    /// The WorkloadSpreads, when watched.
+    pub fn spread_store(&self) -> Option<&Shared<WorkloadSpread>> {
+        self.spreads.as_ref()
+    }
+
+    /// The WorkloadSpread copies and locks the pod webhooks and the WorkloadSpread status controller share.
+    pub fn spread_copies(&self) -> &SpreadCopies {
+        &self.spread_copies
+    }
+
+    /// The custom workload whitelist of the WorkloadSpread pod steps, read once per process.
+    ///
+    /// # Errors
+    /// Why the ConfigMap could not be read or its value parsed (tried again next time).
+    pub async fn spread_whitelist(
+        &self,
+        kruise_namespace: &str,
+    ) -> Result<Vec<CustomWorkload>, String> {
+        self.spread_whitelist
+            .get_or_try_init(|| async {
+                let source = Cluster::Live(self.clone())
+                    .workload_spread_whitelist(kruise_namespace)
+                    .await;
+                ws_whitelist::parse(&source)
+            })
+            .await
+            .cloned()
+    }
+
+    /// The WorkloadSpreads of a namespace that `keep` keeps, each the newest this replica knows, in name
+    /// order (DECISIONS 12). Only those are cloned out of the store.
+    fn newest_spreads(
+        &self,
+        namespace: &str,
+        keep: impl Fn(&WorkloadSpread) -> bool,
+    ) -> Vec<Arc<WorkloadSpread>> {
+        let Some(store) = self.spreads.as_ref() else {
+            return Vec::new();
+        };
+        let mut spreads: Vec<Arc<WorkloadSpread>> = store
+            .store()
+            .state_filter(|w| w.metadata.namespace.as_deref() == Some(namespace) && keep(w))
+            .into_iter()
+            .filter_map(|w| {
+                let name = w.metadata.name.clone().unwrap_or_default();
+                self.spread_copies
+                    .newest(&(namespace.to_owned(), name), Some(w))
+            })
+            .collect();
+        spreads.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        spreads
+    }
+
+    /// The newest WorkloadSpread this replica knows: the informer's, or the copy kept, whichever is newer.
+    fn newest_spread(&self, namespace: &str, name: &str) -> Option<Arc<WorkloadSpread>> {
+        let cached = self
+            .spreads
+            .as_ref()?
+            .store()
+            .get(&reflector::ObjectRef::new(name).within(namespace));
+        self.spread_copies
             .newest(&(namespace.to_owned(), name.to_owned()), cached)
     }
 
@@ -560,6 +655,44 @@ impl ClusterView for Cluster {
                 .pods
                 .store()
                 .get(&reflector::ObjectRef::new(name).within(namespace)),
+        }
+    }
+}
+
+impl WorkloadSpreadView for Cluster {
+    fn workload_spreads(&self, namespace: &str) -> Vec<Arc<WorkloadSpread>> {
+        match self {
+            Self::Fixture(f) => f.workload_spreads(namespace),
+            Self::Live(c) => c.newest_spreads(namespace, |_| true),
+        }
+    }
+    fn has_workload_spreads(&self, namespace: &str) -> bool {
+        match self {
+            Self::Fixture(f) => f.has_workload_spreads(namespace),
+            Self::Live(c) => c.spreads.as_ref().is_some_and(|s| {
+                s.store()
+                    .find(|w| w.metadata.namespace.as_deref() == Some(namespace))
+                    .is_some()
+            }),
+        }
+    }
+    fn workload_spreads_targeting(
+        &self,
+        namespace: &str,
+        kind: &str,
+        name: &str,
+    ) -> Vec<Arc<WorkloadSpread>> {
+        match self {
+            Self::Fixture(f) => f.workload_spreads_targeting(namespace, kind, name),
+            Self::Live(c) => {
+                c.newest_spreads(namespace, |w| kruise_webhooks::view::targets(w, kind, name))
+            }
+        }
+    }
+    fn workload_spread(&self, namespace: &str, name: &str) -> Option<Arc<WorkloadSpread>> {
+        match self {
+            Self::Fixture(f) => f.workload_spread(namespace, name),
+            Self::Live(c) => c.newest_spread(namespace, name),
         }
     }
 }

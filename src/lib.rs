@@ -11,6 +11,7 @@ pub mod events;
 pub mod metrics;
 pub mod review;
 pub mod server;
+pub mod spread_facts;
 pub mod status;
 pub mod telemetry;
 pub mod workload;

@@ -66,6 +66,15 @@ pub struct ResultLabels {
     pub result: String,
 }
 
+/// `{namespace,name}` of the WorkloadSpread metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SpreadLabels {
+    /// The WorkloadSpread's namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
 /// `{name}` of the leader-election metrics: the Lease name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -137,8 +146,8 @@ pub struct Metrics {
     /// `launch_priority_barrier_writes_total{result}`: writes of the container-launch-priority barrier
     /// controller by outcome (`created`, `released`, `completed`, `error`).
     pub launch_barrier_writes: Family<ResultLabels, Counter>,
-    /// `workloadspread_status_writes_total{result}`: WorkloadSpread status writes of the controller by
-    /// outcome (`written`, `conflict`, `error`).
+    /// `workloadspread_controller_status_writes_total{result}`: WorkloadSpread status writes of the
+    /// controller by outcome (`written`, `conflict`, `error`).
     pub workloadspread_status_writes: Family<ResultLabels, Counter>,
     /// `workloadspread_pod_deletion_cost_patches_total{result}`: deletion-cost annotations written on pods
     /// (`written`, `error`).
@@ -146,6 +155,12 @@ pub struct Metrics {
     /// `workloadspread_rescheduled_pods_total{result}`: unschedulable pods the Adaptive strategy deleted
     /// (`deleted`, `error`).
     pub workloadspread_rescheduled: Family<ResultLabels, Counter>,
+    /// `workloadspread_subsets_full_total{namespace,name}`: pods a WorkloadSpread managed but admitted
+    /// without a subset, every subset being full or unschedulable (DECISIONS 18).
+    pub spread_full: Family<SpreadLabels, Counter>,
+    /// `workloadspread_status_writes_total{result}`: WorkloadSpread status records of the pod webhooks by
+    /// outcome (`written`, `conflict`, `not_found`, `error`).
+    pub spread_writes: Family<ResultLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -276,7 +291,7 @@ impl Metrics {
         );
         let workloadspread_status_writes = Family::<ResultLabels, Counter>::default();
         registry.register(
-            "workloadspread_status_writes",
+            "workloadspread_controller_status_writes",
             "WorkloadSpread status writes of the controller, by result",
             workloadspread_status_writes.clone(),
         );
@@ -292,7 +307,21 @@ impl Metrics {
             "Unschedulable pods deleted by the WorkloadSpread Adaptive strategy, by result",
             workloadspread_rescheduled.clone(),
         );
+        let spread_full = Family::<SpreadLabels, Counter>::default();
+        registry.register(
+            "workloadspread_subsets_full",
+            "Pods a WorkloadSpread managed but admitted without a subset: every subset full or unschedulable",
+            spread_full.clone(),
+        );
+        let spread_writes = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "workloadspread_status_writes",
+            "WorkloadSpread status records of the pod webhooks, by result",
+            spread_writes.clone(),
+        );
         Self {
+            spread_full,
+            spread_writes,
             registry: Arc::new(registry),
             requests,
             latency,
@@ -356,6 +385,25 @@ impl Metrics {
             .get_or_create(&WorkloadUserLabels {
                 kind_namespace_name: r.kind_namespace_name.clone(),
                 username: r.username.clone(),
+            })
+            .inc();
+    }
+
+    /// Counts a pod admitted without a subset because every subset of its WorkloadSpread was full.
+    pub fn record_spread_full(&self, namespace: &str, name: &str) {
+        self.spread_full
+            .get_or_create(&SpreadLabels {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Counts a WorkloadSpread status record of the pod webhooks by result.
+    pub fn record_spread_write(&self, result: &str) {
+        self.spread_writes
+            .get_or_create(&ResultLabels {
+                result: result.to_owned(),
             })
             .inc();
     }

@@ -4,8 +4,9 @@
 //! (rules, namespaceSelector against the given Namespace objects, objectSelector against the object),
 //! mutating ones first, then validating ones on the mutated object, with the server's own code. Prints one
 //! AdmissionReview with the combined response. Status writes the answer depends on (a PodUnavailableBudget
-//! spend) are not performed: the review lists them under `statusWrites`, each with the status the object
-//! would be written with.
+//! spend, a WorkloadSpread creation or deletion record) are not performed: the review lists them under
+//! `statusWrites`, each with the status the object would be written with. The WorkloadSpread subset a new pod
+//! would get (its patched annotation `apps.kruise.io/matched-workloadspread`) is printed as `workloadSpread`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -80,6 +81,28 @@ pub struct Reviewed {
     pub response: AdmissionResponse,
     /// The status intents of the webhooks that ran, in order.
     pub status_writes: Vec<StatusIntent>,
+    /// The WorkloadSpread placement the chain gave a new pod (`{"name", "subset"[, "uid"]}`), if any.
+    pub placement: Option<serde_json::Value>,
+}
+
+/// The `apps.kruise.io/matched-workloadspread` annotation the response's patch sets on the request's object.
+fn placement_of(req: &AdmissionRequest, response: &AdmissionResponse) -> Option<serde_json::Value> {
+    use kruise_webhooks::workloadspread::annotation::{ANNOTATION, MatchedWorkloadSpread};
+    let object = req.object_value()?;
+    let ops = patch::from_json(serde_json::from_slice(&response.patch_bytes()?).ok()?).ok()?;
+    let patched = patch::apply(&object, &ops).ok()?;
+    let text = patched
+        .pointer("/metadata/annotations")?
+        .get(ANNOTATION)?
+        .as_str()?;
+    let before = object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(ANNOTATION))
+        .and_then(serde_json::Value::as_str);
+    if before == Some(text) {
+        return None;
+    }
+    serde_json::to_value(MatchedWorkloadSpread::parse(text)?).ok()
 }
 
 /// A status intent as `review` prints it: the object, the resourceVersion the write would carry, the
@@ -94,6 +117,15 @@ pub fn status_write_json(intent: &StatusIntent) -> serde_json::Value {
             "pod": spend.pod,
             "operation": spend.operation,
             "status": spend.budget.status,
+        }),
+        StatusIntent::SpreadRecord(record) => serde_json::json!({
+            "kind": "WorkloadSpread",
+            "namespace": record.spread.metadata.namespace,
+            "name": record.spread.metadata.name,
+            "resourceVersion": record.spread.metadata.resource_version,
+            "pod": record.pod,
+            "operation": record.operation,
+            "status": record.spread.status,
         }),
     }
 }
@@ -116,6 +148,7 @@ pub async fn review_chain(
     let mut status_writes = Vec::new();
     let response = run_chain(cluster, gates, review, &mut status_writes).await;
     Reviewed {
+        placement: placement_of(&review.request, &response),
         response,
         status_writes,
     }
@@ -216,6 +249,9 @@ pub fn run(config: &ReviewConfig, stdin: impl Read) -> Result<Vec<u8>, ReviewErr
         "kind": "AdmissionReview",
         "response": reviewed.response,
     });
+    if let Some(placement) = reviewed.placement {
+        out["workloadSpread"] = placement;
+    }
     if !reviewed.status_writes.is_empty() {
         out["statusWrites"] = reviewed
             .status_writes
@@ -274,4 +310,34 @@ fn decode(source_name: &str, bytes: &[u8]) -> Result<AdmissionReview, ReviewErro
         serde_json::to_vec(&value).map_err(|e| err(e.to_string()))?
     };
     admission::decode_review(&json).map_err(|e| err(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn review_prints_the_subset_and_the_workloadspread_record() {
+        let case = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/workloadspread-pod/01-first-pod-status-empty");
+        let config = ReviewConfig {
+            objects: vec![case.join("cluster.yaml")],
+            request: Some(case.join("review.json")),
+            gates: FeatureGates::default(),
+        };
+        let out: serde_json::Value =
+            serde_json::from_slice(&run(&config, std::io::empty()).unwrap()).unwrap();
+        assert_eq!(
+            out["workloadSpread"],
+            serde_json::json!({"name": "ws", "subset": "a"})
+        );
+        let write = &out["statusWrites"][0];
+        assert_eq!(write["kind"], "WorkloadSpread");
+        assert_eq!(write["name"], "ws");
+        assert_eq!(write["resourceVersion"], "10");
+        assert_eq!(write["pod"], "cs-aaaaa");
+        let a = &write["status"]["versionedSubsetStatuses"]["versionIgnored"][0];
+        assert_eq!(a["missingReplicas"], 1);
+        assert!(a["creatingPods"]["cs-aaaaa"].is_string());
+    }
 }

@@ -274,8 +274,9 @@ pub async fn start_with(
         let budgets = served.pod_unavailable_budgets
             && pod_webhook
             && kruise_webhooks::podunavailablebudget::enabled(&config.gates);
-        // The workloads PUBs protect and WorkloadSpreads target: CloneSets and Advanced StatefulSets only
-        // where served.
+        // The WorkloadSpreads the pod webhooks place pods with (spec/workloadspread.md §5) and the
+        // controller reconciles, when served. The workloads PUBs protect and WorkloadSpread owner chains walk
+        // through: CloneSets and Advanced StatefulSets only where served.
         let spreads = served.workload_spreads
             && pod_webhook
             && config.gates.enabled(kruise_webhooks::workloadspread::GATE);
@@ -284,10 +285,11 @@ pub async fn start_with(
         } else {
             None
         };
-        let cache = crate::cache::LiveCache::start_with(
+        let cache = crate::cache::LiveCache::start_all(
             client.clone(),
             (served.sidecar_sets && pod_webhook).then_some(config.namespace.as_str()),
             budgets,
+            spreads,
             workload_kinds.map(|kinds| (kinds, config.namespace.as_str())),
         );
         (Cluster::Live(cache), Some(client), served)

@@ -1059,8 +1059,67 @@ fn other_in_objects(
     })
 }
 
+/// Reads for the WorkloadSpread pod steps (spec/workloadspread.md §4.3, §5.4 (c) 3): an owner of a pod or
+/// the target of a WorkloadSpread, by reference.
+impl Workloads {
+    /// A cached kind from its store, GET when the store misses it (a pod is often created a moment after
+    /// its ReplicaSet, before the watch brings it).
+    ///
+    /// # Errors
+    /// A failed API call other than NotFound.
+    pub async fn cached_object(
+        &self,
+        kind: WorkloadKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<SlimWorkload>>, FindError> {
+        self.finder(Options {
+            existence: false,
+            confirm_misses: true,
+        })
+        .cached(kind, namespace, name)
+        .await
+    }
+
+    /// Any namespaced object by group, version, kind and name, whole: a GET (the kind's resource from
+    /// discovery) in a cluster, the loaded objects standalone. `None`: not found, or the kind is not served.
+    ///
+    /// # Errors
+    /// A failed API call other than NotFound.
+    pub async fn object(
+        &self,
+        namespace: &str,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+    ) -> Result<Option<Value>, FindError> {
+        let Some(group) = api_group(api_version) else {
+            return Ok(None);
+        };
+        match &self.lookup {
+            Lookup::Objects(cluster) => Ok(object(cluster, namespace, group, kind, name).cloned()),
+            Lookup::Api { client, kinds, .. } => {
+                let version = api_version.split_once('/').map_or(api_version, |(_, v)| v);
+                let Some(info) = kind_info(client, kinds, group, version, kind).await? else {
+                    return Ok(None);
+                };
+                let api = if info.namespaced {
+                    Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &info.resource)
+                } else {
+                    Api::<DynamicObject>::all_with(client.clone(), &info.resource)
+                };
+                let found = api
+                    .get_opt(name)
+                    .await
+                    .map_err(api_error(format!("reading {kind} {namespace}/{name}")))?;
+                Ok(found.and_then(|o| serde_json::to_value(o).ok()))
+            }
+        }
+    }
+}
+
 /// The workloads of the cluster: the live stores and API, or the loaded objects.
-fn workloads_of(cluster: &Cluster) -> Option<Workloads> {
+pub fn workloads_of(cluster: &Cluster) -> Option<Workloads> {
     match cluster {
         Cluster::Fixture(f) => Some(Workloads::from_objects(f.clone())),
         Cluster::Live(c) => c.workloads().cloned(),

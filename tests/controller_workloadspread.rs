@@ -322,7 +322,7 @@ async fn scenario_29_creating_record_observed_and_a_second_reconcile_writes_noth
     let done = h.finish(run).await;
     assert!(done.status_written);
     assert_eq!(done.requeue_after, None);
-    assert!(h.metric(r#"workloadspread_status_writes_total{result="written"} 1"#));
+    assert!(h.metric(r#"workloadspread_controller_status_writes_total{result="written"} 1"#));
     // The informer has not caught up: the copy this process wrote is newer, and nothing changed.
     let run = h.reconcile();
     let again = h.finish(run).await;
@@ -955,7 +955,7 @@ async fn a_conflicting_status_write_fails_the_reconcile_for_a_retry() {
         "{err}"
     );
     h.assert_no_more_calls().await;
-    assert!(h.metric(r#"workloadspread_status_writes_total{result="conflict"} 1"#));
+    assert!(h.metric(r#"workloadspread_controller_status_writes_total{result="conflict"} 1"#));
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -323,3 +323,21 @@ fn the_workloadspread_controller_may_do_what_it_does() {
     // Never the spec.
     assert!(!cluster_role_verbs("apps.kruise.io", "workloadspreads").contains("update"));
 }
+
+#[test]
+fn the_pod_webhooks_may_write_what_they_record() {
+    // Status writes inside admission (spec/workloadspread.md §5.4 (c) 7, §5.9; PUB §7.3): an update of the
+    // status subresource, and a get to read the object again after a conflict.
+    for (group, resource) in [
+        ("apps.kruise.io", "workloadspreads/status"),
+        ("policy.kruise.io", "podunavailablebudgets/status"),
+    ] {
+        assert!(
+            cluster_role_verbs(group, resource).contains("update"),
+            "{group}/{resource}"
+        );
+    }
+    assert!(cluster_role_verbs("apps.kruise.io", "workloadspreads").contains("get"));
+    // Owner chains through Jobs (§4.1).
+    assert!(cluster_role_verbs("batch", "jobs").contains("get"));
+}

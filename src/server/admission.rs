@@ -19,10 +19,12 @@ use http_body_util::BodyExt;
 use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, Operation};
 use kruise_webhooks::deletion_protection::{self, Facts};
 use kruise_webhooks::pod::PodContext;
-use kruise_webhooks::podunavailablebudget::gate::{self, GateContext};
+use kruise_webhooks::podunavailablebudget::gate::GateContext;
+use kruise_webhooks::podunavailablebudget::related::WorkloadKey;
 use kruise_webhooks::registry::{Handler, WebhookSpec};
 use kruise_webhooks::sidecarset::validate::ValidateContext;
 use kruise_webhooks::verdict::SideEffect;
+use kruise_webhooks::workloadspread::SpreadFacts;
 use kruise_webhooks::workloadspread::{self, whitelist::WhitelistSource};
 use kruise_webhooks::{FeatureGates, Verdict, WebhookError};
 
@@ -87,19 +89,10 @@ pub async fn decide(
     req: &AdmissionRequest,
 ) -> Result<Verdict, WebhookError> {
     match spec.handler {
-        Handler::PodMutate => {
-            // Only when a PUB of the namespace has a targetRef and the pod a controller (related-pub step).
-            let workload = crate::workload::top_workload(cluster, env.gates, req).await;
-            let ctx = PodContext {
-                gates: env.gates,
-                now: &env.now,
-                random: env.random,
-                kruise_namespace: env.kruise_namespace,
-                workload: workload.as_ref(),
-            };
-            kruise_webhooks::pod::mutate(req, cluster, &ctx)
+        Handler::PodMutate | Handler::PodValidate => {
+            let facts = PodFacts::fetch(cluster, env, spec, req).await;
+            decide_now(cluster, env, spec, req, &facts)
         }
-        Handler::PodValidate => decide_now(cluster, env, spec, req),
         Handler::SidecarSetDefault => kruise_webhooks::sidecarset::defaults::mutate(req),
         Handler::SidecarSetValidate => {
             let whitelist = cluster.patch_metadata_whitelist(env.kruise_namespace).await;
@@ -147,8 +140,62 @@ pub async fn decide(
     }
 }
 
-/// The webhooks that decide on the cluster view alone, without fetching: those whose verdicts carry status
-/// intents, which are decided again after a conflict ([`crate::status::commit`]).
+/// What the pod webhooks read before deciding, besides the cluster view: fetched once per request, so
+/// that a decision taken again after a conflict reads the same.
+#[derive(Debug, Default)]
+pub struct PodFacts {
+    /// The pod's top workload, for the related-pub step.
+    workload: Option<WorkloadKey>,
+    /// The WorkloadSpread step's facts at CREATE.
+    spreads: Option<SpreadFacts>,
+    /// The replicas of the WorkloadSpread target a deleted pod names, for percentages.
+    spread_replicas: Option<Result<i32, String>>,
+}
+
+impl PodFacts {
+    /// Reads what the pod webhook at `spec` needs for `req`.
+    pub async fn fetch(
+        cluster: &Cluster,
+        env: &Env<'_>,
+        spec: &WebhookSpec,
+        req: &AdmissionRequest,
+    ) -> Self {
+        match spec.handler {
+            Handler::PodMutate => {
+                // Only when a PUB of the namespace has a targetRef and the pod a controller (related-pub
+                // step); only when a WorkloadSpread of the namespace may manage the pod (WorkloadSpread step).
+                let (workload, spreads) = futures::join!(
+                    crate::workload::top_workload(cluster, env.gates, req),
+                    crate::spread_facts::for_create_within(
+                        cluster,
+                        env.gates,
+                        env.kruise_namespace,
+                        req
+                    )
+                );
+                Self {
+                    workload,
+                    spreads,
+                    spread_replicas: None,
+                }
+            }
+            Handler::PodValidate => Self {
+                spread_replicas: crate::spread_facts::for_delete(
+                    cluster,
+                    env.gates,
+                    env.kruise_namespace,
+                    req,
+                )
+                .await,
+                ..Self::default()
+            },
+            _ => Self::default(),
+        }
+    }
+}
+
+/// The webhooks that decide on the cluster view and facts read before ([`PodFacts`]): those whose verdicts
+/// carry status intents, which are decided again after a conflict ([`crate::status::commit`]).
 ///
 /// # Errors
 /// The webhook's [`WebhookError`] when it cannot decide.
@@ -157,14 +204,26 @@ pub fn decide_now(
     env: &Env<'_>,
     spec: &WebhookSpec,
     req: &AdmissionRequest,
+    facts: &PodFacts,
 ) -> Result<Verdict, WebhookError> {
     match spec.handler {
+        Handler::PodMutate => {
+            let ctx = PodContext {
+                gates: env.gates,
+                now: &env.now,
+                random: env.random,
+                kruise_namespace: env.kruise_namespace,
+                workload: facts.workload.as_ref(),
+                spreads: facts.spreads.as_ref(),
+            };
+            kruise_webhooks::pod::mutate(req, cluster, &ctx)
+        }
         Handler::PodValidate => {
             let ctx = GateContext {
                 gates: env.gates,
                 now: &env.now,
             };
-            gate::validate(req, cluster, &ctx)
+            kruise_webhooks::pod::validate(req, cluster, &ctx, facts.spread_replicas.as_ref())
         }
         other => Err(WebhookError::Internal(format!(
             "{other:?} does not decide without fetching"
@@ -182,12 +241,16 @@ pub async fn decide_and_commit(
     spec: &WebhookSpec,
     req: &AdmissionRequest,
 ) -> Result<Verdict, WebhookError> {
-    let verdict = decide(&state.cluster, env, spec, req).await?;
+    if !matches!(spec.handler, Handler::PodMutate | Handler::PodValidate) {
+        return decide(&state.cluster, env, spec, req).await;
+    }
+    let facts = PodFacts::fetch(&state.cluster, env, spec, req).await;
+    let verdict = decide_now(&state.cluster, env, spec, req, &facts)?;
     if verdict.intents.is_empty() {
         return Ok(verdict);
     }
     crate::status::commit(&state.cluster, &state.metrics, verdict, || {
-        decide_now(&state.cluster, env, spec, req)
+        decide_now(&state.cluster, env, spec, req, &facts)
     })
     .await
 }
@@ -424,6 +487,9 @@ fn apply_side_effects(state: &AppState, verdict: &Verdict) {
             SideEffect::DeletionProtected(record) => {
                 state.metrics.record_protection(record);
                 state.audit.write(&record.audit_line());
+            }
+            SideEffect::SpreadFull { namespace, name } => {
+                state.metrics.record_spread_full(namespace, name);
             }
             SideEffect::BudgetDenied(record) => {
                 state.metrics.record_budget_denial(record);

@@ -50,7 +50,37 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "controllerrevisions",
         "ControllerRevisionList",
     ),
+    // WorkloadSpread placement (tests/workloadspread_placement.rs): the WorkloadSpreads and the workloads
+    // whose stores owner chains are walked through.
+    (
+        "/apis/apps.kruise.io/v1beta1/workloadspreads",
+        "workloadspreads",
+        "WorkloadSpreadList",
+    ),
+    ("/apis/apps/v1/deployments", "deployments", "DeploymentList"),
+    ("/apis/apps/v1/replicasets", "replicasets", "ReplicaSetList"),
+    (
+        "/apis/apps/v1/statefulsets",
+        "statefulsets",
+        "StatefulSetList",
+    ),
+    (
+        "/apis/apps.kruise.io/v1alpha1/clonesets",
+        "clonesets",
+        "CloneSetList",
+    ),
 ];
+
+/// `<resource>.<group>` of a collection path, for the API server's texts.
+fn resource_of(collection: &str) -> String {
+    let mut parts = collection.rsplit('/');
+    let resource = parts.next().unwrap_or_default();
+    let _version = parts.next();
+    match parts.next() {
+        Some(group) if collection.starts_with("/apis/") => format!("{resource}.{group}"),
+        _ => resource.to_owned(),
+    }
+}
 
 /// A status write as the stand-in saw it.
 #[derive(Debug, Clone)]
@@ -187,15 +217,11 @@ impl StandIn {
 
     fn collection_of(object: &Value) -> &'static str {
         let kind = object["kind"].as_str().unwrap_or_default();
-        match kind {
-            "Namespace" => COLLECTIONS[0].0,
-            "Pod" => COLLECTIONS[1].0,
-            "PersistentVolumeClaim" => COLLECTIONS[2].0,
-            "PodUnavailableBudget" => COLLECTIONS[3].0,
-            "SidecarSet" => COLLECTIONS[4].0,
-            "ControllerRevision" => COLLECTIONS[5].0,
-            other => panic!("the stand-in does not serve {other}"),
-        }
+        COLLECTIONS
+            .iter()
+            .find(|(_, _, list)| list.strip_suffix("List") == Some(kind))
+            .map(|(path, ..)| *path)
+            .unwrap_or_else(|| panic!("the stand-in does not serve {kind}"))
     }
 
     fn key(object: &Value) -> (String, String) {
@@ -430,11 +456,12 @@ impl StandIn {
             return failure(
                 StatusCode::NOT_FOUND,
                 "NotFound",
-                &format!("podunavailablebudgets.policy.kruise.io {name:?} not found"),
+                &format!("{} {name:?} not found", resource_of(collection)),
             );
         };
         let conflict_text = format!(
-            "Operation cannot be fulfilled on podunavailablebudgets.policy.kruise.io {name:?}: the object has been modified; please apply your changes to the latest version and try again"
+            "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
+            resource_of(collection)
         );
         if state.conflicts > 0 {
             state.conflicts -= 1;

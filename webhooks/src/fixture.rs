@@ -13,10 +13,11 @@ use crate::api::pod::SlimPod;
 use crate::api::podunavailablebudget::PodUnavailableBudget;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
+use crate::api::workloadspread::WorkloadSpread;
 use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use crate::sidecarset::prepared::PreparedSidecarSet;
 use crate::sidecarset::select::SidecarSetIndex;
-use crate::view::{PodUnavailableBudgetView, SidecarSetView};
+use crate::view::{PodUnavailableBudgetView, SidecarSetView, WorkloadSpreadView};
 
 /// Why a document could not be loaded. Messages name the source and the document.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +54,8 @@ pub struct FixtureCluster {
     revisions: Vec<Arc<SlimRevision>>,
     /// PodUnavailableBudgets by namespace, then name (v1beta1).
     budgets: BTreeMap<String, BTreeMap<String, Arc<PodUnavailableBudget>>>,
+    /// WorkloadSpreads by namespace, then name (v1beta1).
+    spreads: BTreeMap<String, BTreeMap<String, Arc<WorkloadSpread>>>,
     objects: Vec<Arc<Value>>,
 }
 
@@ -210,6 +213,18 @@ impl FixtureCluster {
                     .or_default()
                     .insert(name.to_owned(), typed(&v1beta1, kind, name)?);
             }
+            ("apps.kruise.io/v1beta1" | "apps.kruise.io/v1alpha1", "WorkloadSpread") => {
+                // As the apiserver stores it: v1beta1 (spec/workloadspread.md §2.5).
+                let v1beta1 = crate::conversion::convert_object(&obj, "apps.kruise.io/v1beta1")
+                    .map_err(|e| e.to_string())?;
+                let mut spread: WorkloadSpread =
+                    (*typed::<WorkloadSpread>(&v1beta1, kind, name)?).clone();
+                spread.metadata.namespace = Some(namespace.clone());
+                self.spreads
+                    .entry(namespace)
+                    .or_default()
+                    .insert(name.to_owned(), Arc::new(spread));
+            }
             _ => {}
         }
         self.objects.push(Arc::new(obj));
@@ -290,6 +305,35 @@ impl SidecarSetView for FixtureCluster {
             .iter()
             .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
             .filter(|r| crate::selector::has_labels(r.metadata.labels.as_ref(), labels))
+            .cloned()
+            .collect()
+    }
+}
+
+impl WorkloadSpreadView for FixtureCluster {
+    fn workload_spreads(&self, namespace: &str) -> Vec<Arc<WorkloadSpread>> {
+        self.spreads
+            .get(namespace)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+    fn workload_spread(&self, namespace: &str, name: &str) -> Option<Arc<WorkloadSpread>> {
+        self.spreads.get(namespace)?.get(name).cloned()
+    }
+    fn has_workload_spreads(&self, namespace: &str) -> bool {
+        self.spreads.get(namespace).is_some_and(|m| !m.is_empty())
+    }
+    fn workload_spreads_targeting(
+        &self,
+        namespace: &str,
+        kind: &str,
+        name: &str,
+    ) -> Vec<Arc<WorkloadSpread>> {
+        self.spreads
+            .get(namespace)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter(|w| crate::view::targets(w, kind, name))
             .cloned()
             .collect()
     }

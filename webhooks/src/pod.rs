@@ -3,8 +3,16 @@
 //! Entry point: [`mutate`]. The pod of the request ([`RawPod`]: container lists kept raw until read) is
 //! edited in place by each step; the answer is one RFC 6902 patch from the pod as received (namespace filled
 //! in first, so it never appears in the patch) to the result.
-//! Steps owned by later issues (WorkloadSpread, PersistentPodState, enhanced liveness, PodProbeMarker) are
-//! explicit no-ops here until they land.
+//! Steps owned by later issues (PersistentPodState, enhanced liveness, PodProbeMarker) are explicit no-ops
+//! here until they land.
+//!
+//! Step 2, WorkloadSpread, may rewrite any part of the pod (a subset's strategic-merge `patch`): it works on
+//! the pod as a tree, and when it changed the pod the answer is the patch up to step 1, then the diff of
+//! step 2, then the later steps' patch against the pod as step 2 left it (RFC 6902 operations apply in
+//! order). Its status record comes back as an intent the server commits before the answer stands.
+//!
+//! [`validate`] is the `/validate-pod` chain: the WorkloadSpread deletion record first, then the
+//! PodUnavailableBudget gate (spec/workloadspread.md §5.8).
 
 use std::collections::BTreeMap;
 
@@ -17,12 +25,15 @@ use crate::features::FeatureGates;
 use crate::json::patch::Json;
 use crate::json::rawpod::{Item, RawPod, Section, elements_of, string_map};
 use crate::json::{self, string_value};
+use crate::podunavailablebudget::gate::{self, GateContext};
 use crate::podunavailablebudget::{self as pub_budget, related};
 use crate::selector::WithLabel;
 use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
-use crate::view::PodUnavailableBudgetView;
+use crate::verdict::SideEffect;
+use crate::view::{PodUnavailableBudgetView, WorkloadSpreadView};
+use crate::workloadspread::{self, SpreadFacts, create};
 use crate::{ClusterView, Verdict, WebhookError};
 use crate::{launch_priority, native_sidecar};
 
@@ -45,6 +56,9 @@ pub struct PodContext<'a> {
     /// of the namespace has a `targetRef` ([`related::wants_workload`]); `None` otherwise (the related-pub
     /// step then matches selectors only).
     pub workload: Option<&'a related::WorkloadKey>,
+    /// What the WorkloadSpread step needs from outside the view ([`SpreadFacts`]); `None`: no WorkloadSpread
+    /// may manage the pod (none in its namespace, or the pod has no controller), the step is skipped.
+    pub spreads: Option<&'a SpreadFacts>,
 }
 
 /// Checks the shape the chain edits, as decoding into a Pod would (a failure is a 400). `metadata` and
@@ -408,6 +422,32 @@ fn related_pub_step(
     }
 }
 
+/// `dryRun` of the request's CreateOptions.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateOptions {
+    #[serde(default)]
+    dry_run: Option<Vec<String>>,
+}
+
+/// Whether the WorkloadSpread step runs at all (spec/workloadspread.md §5.1 steps 1-3): gate on, a CREATE,
+/// not a dry run. Options that are absent count as no dry run (OpenKruise fails such a request; every API
+/// server sends them); options that do not decode fail the request (500), as OpenKruise's.
+fn spread_step_runs(req: &AdmissionRequest, gates: &FeatureGates) -> Result<bool, WebhookError> {
+    if req.operation != Operation::Create || !gates.enabled(workloadspread::GATE) {
+        return Ok(false);
+    }
+    let options = match &req.options {
+        Some(raw) if raw.get().trim() != "null" => serde_json::from_str::<CreateOptions>(raw.get())
+            .map_err(|e| WebhookError::Failed(format!("decoding the request options: {e}")))?,
+        _ => CreateOptions::default(),
+    };
+    let dry_run = options
+        .dry_run
+        .is_some_and(|d| d.iter().any(|v| v == "All"));
+    Ok(!dry_run && req.dry_run != Some(true))
+}
+
 /// Runs the pod mutating chain on a CREATE (or UPDATE) of a pod.
 ///
 /// # Errors
@@ -415,7 +455,7 @@ fn related_pub_step(
 /// fails, with the step's message, as OpenKruise answers.
 pub fn mutate(
     req: &AdmissionRequest,
-    view: &(impl ClusterView + SidecarSetView + PodUnavailableBudgetView),
+    view: &(impl ClusterView + SidecarSetView + PodUnavailableBudgetView + WorkloadSpreadView),
     ctx: &PodContext<'_>,
 ) -> Result<Verdict, WebhookError> {
     if !req.sub_resource.is_empty()
@@ -427,9 +467,12 @@ pub fn mutate(
     let Some(raw) = req.object() else {
         return Err(WebhookError::Decode("there is no content to decode".into()));
     };
+    // The pod as the WorkloadSpread step left it, when it changed it; declared first, as the chain reads it
+    // from there on.
+    let spread_pod: String;
     let mut doc = RawPod::parse(raw).map_err(WebhookError::Decode)?;
     check_shape(&doc).map_err(WebhookError::Decode)?;
-    let labels = pod_labels(&doc).map_err(WebhookError::Decode)?;
+    let mut labels = pod_labels(&doc).map_err(WebhookError::Decode)?;
     // The namespace is filled in as received, so it never appears in the patch (§3 step 2).
     if doc.metadata_str("namespace").is_empty()
         && let Some(ns) = req.namespace.as_deref().filter(|n| !n.is_empty())
@@ -438,14 +481,79 @@ pub fn mutate(
     }
     let mut verdict = Verdict::allow();
     readiness_gate(&mut doc, req, ctx.gates); // 1
-    // 2: WorkloadSpread (spec/workloadspread.md) — owned by a later issue; no-op here.
+    let mut earlier = Vec::new();
+    // 2: WorkloadSpread (spec/workloadspread.md §5.1-§5.6), when the I/O layer found that a WorkloadSpread may
+    // manage the pod (its namespace has one, the pod a controller): the common pod create builds nothing here.
+    if let Some(facts) = ctx.spreads
+        && spread_step_runs(req, ctx.gates)?
+    {
+        let before = doc.to_value();
+        let namespace = Some(doc.metadata_str("namespace"))
+            .filter(|n| !n.is_empty())
+            .unwrap_or("default")
+            .to_owned();
+        let created = create::on_create(&before, &namespace, view, facts, ctx.now)
+            .map_err(WebhookError::Failed)?;
+        verdict.intents.extend(created.intent);
+        if let Some((ns, name)) = created.full {
+            verdict.warnings.push(create::full_warning(&ns, &name));
+            verdict.side_effects.push(SideEffect::SpreadFull {
+                namespace: ns,
+                name,
+            });
+        }
+        if let Some(pod) = created.pod {
+            earlier = doc.into_patch();
+            earlier.extend(crate::json::patch::diff(&before, &pod));
+            spread_pod = serde_json::to_string(&pod)
+                .map_err(|e| WebhookError::Internal(format!("encoding the pod: {e}")))?;
+            doc = RawPod::parse_str(&spread_pod).map_err(|e| {
+                WebhookError::Failed(format!("the pod after its WorkloadSpread subset: {e}"))
+            })?;
+            check_shape(&doc).map_err(WebhookError::Failed)?;
+            // The later steps select on the labels the subset's patch may have added.
+            labels = pod_labels(&doc).map_err(WebhookError::Failed)?;
+        }
+    }
     sidecarset_step(&mut doc, &labels, req, view, ctx, &mut verdict)?; // 3
     native_sidecar_step(&mut doc, req, view, ctx); // ours (DECISIONS 20), before 4 (sidecar-terminator.md §11.2)
     launch_priority_step(&mut doc, req, ctx)?; // 4
     related_pub_step(&mut doc, &labels, req, view, ctx); // 5
     // 6: PersistentPodState, 7: enhanced liveness probe, 8: PodProbeMarker on serverless — owned by later
     // issues; no-ops here.
-    verdict.patch = doc.into_patch();
+    earlier.extend(doc.into_patch());
+    verdict.patch = earlier;
+    Ok(verdict)
+}
+
+/// Runs the `/validate-pod` chain: the WorkloadSpread deletion record (gate `WorkloadSpread`), then, unless
+/// it refused, the PodUnavailableBudget gate (spec/workloadspread.md §5.8). The answer carries the status
+/// writes of both, the WorkloadSpread's first. `spread_replicas`: the replicas of the target of the
+/// WorkloadSpread named by the pod, when the I/O layer read them (percentages, §5.4 (c) 3).
+///
+/// # Errors
+/// Those of [`gate::validate`].
+pub fn validate(
+    req: &AdmissionRequest,
+    view: &(impl ClusterView + PodUnavailableBudgetView + WorkloadSpreadView),
+    ctx: &GateContext<'_>,
+    spread_replicas: Option<&Result<i32, String>>,
+) -> Result<Verdict, WebhookError> {
+    let spread = if ctx.gates.enabled(workloadspread::GATE) {
+        workloadspread::delete::validate(req, view, spread_replicas, ctx.now)
+    } else {
+        Verdict::allow()
+    };
+    if !spread.is_allowed() {
+        return Ok(spread);
+    }
+    let mut verdict = gate::validate(req, view, ctx)?;
+    let mut warnings = spread.warnings;
+    warnings.append(&mut verdict.warnings);
+    verdict.warnings = warnings;
+    let mut intents = spread.intents;
+    intents.append(&mut verdict.intents);
+    verdict.intents = intents;
     Ok(verdict)
 }
 

@@ -235,7 +235,8 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
             operations: CREATE,
         }],
         failure_policy: FailurePolicy::Fail,
-        side_effects: SideEffects::None,
+        // The WorkloadSpread step records the pod's subset in the WorkloadSpread status (DECISIONS 2).
+        side_effects: SideEffects::NoneOnDryRun,
         delete_protection_scoped: false,
         gate: Some(POD_WEBHOOK),
         requires: Some(RequiredKind::SidecarSet),

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::api::podunavailablebudget::PodUnavailableBudget;
+use crate::api::workloadspread::WorkloadSpread;
 use crate::json::patch::Op;
 
 /// A policy refusal: `allowed: false` with this status code, reason and message.
@@ -44,6 +45,14 @@ pub enum SideEffect {
     DeletionProtected(ProtectionRecord),
     /// A disruption was refused by a PodUnavailableBudget (spec/podunavailablebudget.md §7.5).
     BudgetDenied(BudgetDenialRecord),
+    /// A pod matched a WorkloadSpread whose subsets were all full or unschedulable, and was admitted without
+    /// a subset (DECISIONS 18): counted per WorkloadSpread.
+    SpreadFull {
+        /// The WorkloadSpread's namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
 }
 
 /// One disruption refused by a PodUnavailableBudget: the counter, the audit line and the pod's event.
@@ -111,6 +120,50 @@ fn audit_line(event: &str, kind: &str, namespace: &str, name: &str, username: &s
 pub enum StatusIntent {
     /// Spend budget of a PodUnavailableBudget (spec/podunavailablebudget.md §7.3 step 8).
     BudgetSpend(BudgetSpend),
+    /// Record a pod's creation or deletion in a WorkloadSpread's versioned status (spec/workloadspread.md
+    /// §5.4 (c) 7, §5.9 step 5).
+    SpreadRecord(SpreadRecord),
+}
+
+impl StatusIntent {
+    /// The kind, namespace and name of the object written.
+    pub fn object(&self) -> (&'static str, String, String) {
+        match self {
+            Self::BudgetSpend(spend) => {
+                let (ns, name) = spend.key();
+                ("PodUnavailableBudget", ns, name)
+            }
+            Self::SpreadRecord(record) => {
+                let (ns, name) = record.key();
+                ("WorkloadSpread", ns, name)
+            }
+        }
+    }
+}
+
+/// A WorkloadSpread as it must be written: the object the decision read (its resourceVersion is the
+/// write's precondition) with the pod's record in its versioned status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpreadRecord {
+    /// The WorkloadSpread to write with `PUT .../status`.
+    pub spread: WorkloadSpread,
+    /// The key of the record: the pod's name, or the UID generated for a pod without one.
+    pub pod: String,
+    /// `CREATE`, `DELETE` or `EVICT`.
+    pub operation: &'static str,
+    /// The status code of the answer when the record cannot be written: 500 for a create, 400 for a
+    /// deletion (spec/workloadspread.md §5.1, §5.8).
+    pub failure_code: u16,
+}
+
+impl SpreadRecord {
+    /// `<namespace>/<name>` of the WorkloadSpread.
+    pub fn key(&self) -> (String, String) {
+        (
+            self.spread.metadata.namespace.clone().unwrap_or_default(),
+            self.spread.metadata.name.clone().unwrap_or_default(),
+        )
+    }
 }
 
 /// A PodUnavailableBudget as it must be written: `budget` is the object the decision read (its

@@ -11,6 +11,7 @@ use crate::api::pod::SlimPod;
 use crate::api::podunavailablebudget::PodUnavailableBudget;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
+use crate::api::workloadspread::WorkloadSpread;
 use crate::sidecarset::prepared::PreparedSidecarSet;
 
 /// Questions a webhook may ask about the cluster. Answers come from caches: they never block.
@@ -40,6 +41,45 @@ pub trait PodUnavailableBudgetView {
     ) -> Option<Arc<PodUnavailableBudget>>;
     /// Every PUB of a namespace, in name order (DECISIONS 12).
     fn pod_unavailable_budgets_in(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>>;
+}
+
+/// The WorkloadSpreads the pod webhooks read (v1beta1, the newest copy this replica knows). Implemented over
+/// an informer cache in the server and over YAML in [`crate::fixture`].
+pub trait WorkloadSpreadView {
+    /// Every WorkloadSpread of a namespace, in name order (DECISIONS 12).
+    fn workload_spreads(&self, namespace: &str) -> Vec<Arc<WorkloadSpread>>;
+    /// A WorkloadSpread by namespace and name.
+    fn workload_spread(&self, namespace: &str, name: &str) -> Option<Arc<WorkloadSpread>> {
+        self.workload_spreads(namespace)
+            .into_iter()
+            .find(|w| w.metadata.name.as_deref() == Some(name))
+    }
+    /// Whether the namespace has a WorkloadSpread (asked on every pod create: implementations answer
+    /// without collecting them).
+    fn has_workload_spreads(&self, namespace: &str) -> bool {
+        !self.workload_spreads(namespace).is_empty()
+    }
+    /// The WorkloadSpreads of a namespace whose `targetRef` has this kind and name (any group), in name
+    /// order: the only ones that can match a pod whose owner chain holds that kind and name.
+    fn workload_spreads_targeting(
+        &self,
+        namespace: &str,
+        kind: &str,
+        name: &str,
+    ) -> Vec<Arc<WorkloadSpread>> {
+        self.workload_spreads(namespace)
+            .into_iter()
+            .filter(|w| targets(w, kind, name))
+            .collect()
+    }
+}
+
+/// Whether a WorkloadSpread's `targetRef` has this kind and name.
+pub fn targets(ws: &WorkloadSpread, kind: &str, name: &str) -> bool {
+    ws.spec
+        .target_ref
+        .as_ref()
+        .is_some_and(|t| t.kind == kind && t.name == name)
 }
 
 /// The SidecarSets and ControllerRevisions injection reads. Implemented over informer caches in the server
@@ -79,6 +119,12 @@ impl ClusterView for EmptyView {
         Vec::new()
     }
     fn persistent_volume_claims_in(&self, _: &str) -> Vec<Arc<PersistentVolumeClaim>> {
+        Vec::new()
+    }
+}
+
+impl WorkloadSpreadView for EmptyView {
+    fn workload_spreads(&self, _: &str) -> Vec<Arc<WorkloadSpread>> {
         Vec::new()
     }
 }

@@ -47,7 +47,8 @@ pub const READ_ANNOTATIONS: &[&str] = &[
     "inplace-update-grace",
     "apps.kruise.io/runtime-containers-meta",
     "apps.kruise.io/container-launch-priority-completed",
-    // The WorkloadSpread controller: the subset a pod was admitted into, and the deletion cost it keeps.
+    // WorkloadSpread: the subset a pod was admitted into (its deletion record, spec/workloadspread.md §5.9,
+    // and the controller), and the deletion cost the controller keeps.
     "apps.kruise.io/matched-workloadspread",
     "controller.kubernetes.io/pod-deletion-cost",
 ];

@@ -15,6 +15,7 @@ fn ctx(gates: &FeatureGates) -> PodContext<'_> {
         random: 0.5,
         kruise_namespace: "kruise-system",
         workload: None,
+        spreads: None,
     }
 }
 

@@ -1,0 +1,411 @@
+//! The WorkloadSpread step of the pod webhooks (spec/workloadspread.md §5).
+//!
+//! 1. The decision (pure): the subset choice of a pod create (`create::spread_for`: the WorkloadSpreads whose
+//!    target is in the pod's owner chain, then `subset::find`; and `subset::choose`) and the
+//!    whole WorkloadSpread step (`create::on_create`: choice, mutation, annotation) with 1,000
+//!    WorkloadSpreads in the pod's namespace, the matching one last by name. criterion reports the mean;
+//!    p50/p99 per call come from a timed loop afterwards (goal: under 20 µs).
+//! 2. With `--bench` only: pod creates through the TLS server with the status commit. Two replicas of the
+//!    server (each its own caches and client) share an in-process stand-in API server that enforces
+//!    resourceVersion conflicts on the WorkloadSpread status (tests/common/apiserver.rs); 32 keep-alive
+//!    connections, 16 to each, create pods of one CloneSet whose WorkloadSpread has subsets a and b capped at
+//!    `SPREAD_CAPACITY` (default 500) and c unlimited, half of the pods with `generateName`, so every
+//!    reservation meets the other replica's. Reported: p50/p99 of the answers (goal p99 ≤ 20 ms) and the
+//!    over-placement (pods annotated for a capped subset beyond its cap, or not recorded there: goal 0).
+//!    `SPREAD_CREATES` (default 4,000) changes the count.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+// The allocator the kruise-webhook binary uses.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use criterion::{Criterion, criterion_group};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_webhook::AppState;
+use kruise_webhook::cache::{Cluster, LiveCache};
+use kruise_webhook::config::ServeConfig;
+use kruise_webhook::server::tls::{CertStore, client_config, server_config};
+use kruise_webhook::workload::ServedKinds;
+use kruise_webhooks::fixture::FixtureCluster;
+use kruise_webhooks::workloadspread::subset::{self, Placing};
+use kruise_webhooks::workloadspread::workload::{ChainEnd, Link, OwnerChain};
+use kruise_webhooks::workloadspread::{SpreadFacts, create};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[path = "../tests/common/apiserver.rs"]
+mod apiserver;
+
+const NOW: &str = "2026-11-26T10:00:00Z";
+
+fn spread(name: &str, target: &str, capacity: usize, namespace: &str) -> Value {
+    json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "WorkloadSpread",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"), "generation": 1},
+        "spec": {"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": target},
+            "subsets": [
+                {"name": "a", "requiredNodeSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]},
+                 "tolerations": [{"key": "dedicated", "operator": "Exists"}], "maxReplicas": capacity},
+                {"name": "b", "requiredNodeSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z2"]}]},
+                 "maxReplicas": capacity,
+                 "patch": {"metadata": {"labels": {"subset": "b"}}}},
+                {"name": "c"}]}})
+}
+
+fn pod(i: usize, owner: &str, named: bool) -> Value {
+    let mut metadata = json!({"namespace": "default", "labels": {"app": owner},
+        "ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": owner,
+            "uid": format!("uid-{owner}"), "controller": true, "blockOwnerDeletion": true}]});
+    if named {
+        metadata["name"] = json!(format!("{owner}-{i}"));
+    } else {
+        metadata["generateName"] = json!(format!("{owner}-"));
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.25", "resources": {}},
+                                {"name": "log", "image": "fluent-bit:3.0"}],
+                 "restartPolicy": "Always", "terminationGracePeriodSeconds": 30}})
+}
+
+fn create_review(i: usize) -> Value {
+    let pod = pod(i, "cs", i.is_multiple_of(2));
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": format!("00000000-0000-4000-8000-{i:012}"),
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": pod["metadata"]["name"].as_str().unwrap_or(""), "namespace": "default", "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:kruise-system:kruise-manager", "groups": ["system:serviceaccounts"]},
+            "object": pod, "oldObject": null, "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}})
+}
+
+fn percentiles(f: impl Fn()) -> (Duration, Duration) {
+    let calls = if std::env::args().any(|a| a == "--bench") {
+        20_000
+    } else {
+        20
+    };
+    let mut samples: Vec<Duration> = (0..calls)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    samples.sort();
+    (
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100],
+    )
+}
+
+fn decision(c: &mut Criterion) {
+    let mut docs =
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})];
+    for j in 0..1000 {
+        docs.push(spread(
+            &format!("ws-{j:04}"),
+            &format!("cs-{j:04}"),
+            50,
+            "default",
+        ));
+    }
+    let mut cluster = FixtureCluster::default();
+    cluster
+        .load_str(&serde_json::to_string(&docs).unwrap(), "bench")
+        .unwrap();
+    // The pod of the last WorkloadSpread by name: every other is looked at first.
+    let owner = "cs-0999";
+    let pod = pod(7, owner, true);
+    let facts = SpreadFacts {
+        chain: OwnerChain {
+            links: vec![Link {
+                api_version: "apps.kruise.io/v1alpha1".into(),
+                kind: "CloneSet".into(),
+                name: owner.into(),
+            }],
+            end: ChainEnd::Top,
+        },
+        custom: Vec::new(),
+        replicas: None,
+        generated_uid: "00000000-0000-4000-8000-000000000007".into(),
+    };
+    let now: Time = serde_json::from_value(json!(NOW)).unwrap();
+    let choose = || {
+        let ws = create::spread_for(&pod, "default", &cluster, &facts)
+            .unwrap()
+            .expect("a WorkloadSpread");
+        subset::choose(
+            &ws,
+            Placing {
+                name: "cs-0999-7",
+                version: "versionIgnored",
+                generated_uid: &facts.generated_uid,
+                replicas: 0,
+                now: &now,
+            },
+        )
+        .unwrap()
+    };
+    assert!(matches!(
+        choose(),
+        subset::Choice::Subset { write: Some(_), .. }
+    ));
+    let step = || create::on_create(&pod, "default", &cluster, &facts, NOW).unwrap();
+    assert!(step().intent.is_some(), "a reservation");
+    let mut group = c.benchmark_group("workloadspread");
+    group.bench_function("subset_choice_1000_spreads", |b| {
+        b.iter(|| black_box(choose()))
+    });
+    group.bench_function("create_step_1000_spreads", |b| b.iter(|| black_box(step())));
+    group.finish();
+    let (p50, p99) = percentiles(|| {
+        black_box(choose());
+    });
+    println!(
+        "workloadspread/subset_choice_1000_spreads: p50 {:.1} µs, p99 {:.1} µs per call",
+        p50.as_secs_f64() * 1e6,
+        p99.as_secs_f64() * 1e6
+    );
+    let (p50, p99) = percentiles(|| {
+        black_box(step());
+    });
+    println!(
+        "workloadspread/create_step_1000_spreads: p50 {:.1} µs, p99 {:.1} µs per call",
+        p50.as_secs_f64() * 1e6,
+        p99.as_secs_f64() * 1e6
+    );
+}
+
+criterion_group!(benches, decision);
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A replica of the server on the stand-in, served over TLS with the given certificate.
+async fn replica(stand_in: &apiserver::StandIn, store: Arc<CertStore>) -> std::net::SocketAddr {
+    let served = ServedKinds {
+        clone_sets: true,
+        advanced_stateful_sets: false,
+    };
+    let cache = LiveCache::start_all(
+        stand_in.client(),
+        None,
+        false,
+        true,
+        Some((served, "kruise-system")),
+    );
+    let cluster = Cluster::Live(cache);
+    while !cluster.synced() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let config = ServeConfig::for_loopback(Vec::new(), std::env::temp_dir());
+    let state = AppState::new(config, cluster);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = axum_server::from_tcp_rustls(
+        listener,
+        axum_server::tls_rustls::RustlsConfig::from_config(server_config(store)),
+    )
+    .unwrap()
+    .map(|tls| tls.acceptor(axum_server::accept::NoDelayAcceptor));
+    tokio::spawn(server.serve(kruise_webhook::app(state).into_make_service()));
+    addr
+}
+
+/// One keep-alive HTTP/1.1 connection over TLS, as the kube-apiserver holds to a webhook.
+struct Connection {
+    stream: tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+}
+
+impl Connection {
+    async fn open(addr: std::net::SocketAddr, tls: Arc<rustls::ClientConfig>) -> Self {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let stream = tokio_rustls::TlsConnector::from(tls)
+            .connect(name, tcp)
+            .await
+            .unwrap();
+        Self { stream }
+    }
+
+    /// Sends one review, returns the answer's body.
+    async fn exchange(&mut self, path: &str, body: &[u8]) -> Value {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        let mut request = head.into_bytes();
+        request.extend_from_slice(body);
+        self.stream.write_all(&request).await.unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            let n = self.stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "connection closed");
+            buf.extend_from_slice(&chunk[..n]);
+            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("a content-length");
+            if buf.len() >= end + 4 + length {
+                assert!(head.starts_with("http/1.1 200"), "{head}");
+                return serde_json::from_slice(&buf[end + 4..end + 4 + length]).unwrap();
+            }
+        }
+    }
+}
+
+/// The subset a response's patch puts the pod in, and the key of its record (name or generated uid).
+fn placed(review: &Value, response: &Value) -> (Option<String>, String) {
+    use base64::Engine;
+    let mut pod = review["request"]["object"].clone();
+    if let Some(patch) = response["patch"].as_str() {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .unwrap();
+        let ops: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+        json_patch::patch(&mut pod, &ops).unwrap();
+    }
+    let matched: Option<Value> =
+        pod["metadata"]["annotations"]["apps.kruise.io/matched-workloadspread"]
+            .as_str()
+            .map(|a| serde_json::from_str(a).unwrap());
+    let key = pod["metadata"]["name"]
+        .as_str()
+        .map(str::to_owned)
+        .or_else(|| matched.as_ref()?["uid"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    (
+        matched.map(|m| m["subset"].as_str().unwrap().to_owned()),
+        key,
+    )
+}
+
+fn creates_with_commit() {
+    let creates = env("SPREAD_CREATES", 4_000);
+    let capacity = env("SPREAD_CAPACITY", 500);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        kruise_webhook::install_crypto_provider();
+        // A certificate for the replicas: the standalone server writes one.
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let config = ServeConfig::for_loopback(vec![root.join("examples/cluster.yaml")], dir.path().to_owned());
+        let standalone = kruise_webhook::start(config).await.unwrap();
+        let store = Arc::new(CertStore::default());
+        store
+            .install(
+                &std::fs::read(dir.path().join("tls.crt")).unwrap(),
+                &std::fs::read(dir.path().join("tls.key")).unwrap(),
+            )
+            .unwrap();
+        let ca = std::fs::read_to_string(dir.path().join("ca.crt")).unwrap();
+        standalone.shutdown().await.unwrap();
+
+        let stand_in = apiserver::StandIn::new();
+        stand_in.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}));
+        stand_in.put(json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": "cs", "namespace": "default", "uid": "uid-cs"},
+            "spec": {"replicas": creates, "selector": {"matchLabels": {"app": "cs"}}}}));
+        stand_in.put(spread("ws", "cs", capacity, "default"));
+        let replicas = [
+            replica(&stand_in, store.clone()).await,
+            replica(&stand_in, store.clone()).await,
+        ];
+        let tls = Arc::new(client_config(ca.as_bytes(), &[b"http/1.1"]).unwrap());
+        let connections = 32;
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for c in 0..connections {
+            let (tls, next) = (tls.clone(), next.clone());
+            let addr = replicas[c % 2];
+            tasks.push(tokio::spawn(async move {
+                let mut connection = Connection::open(addr, tls).await;
+                let mut out = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= creates {
+                        return out;
+                    }
+                    let review = create_review(i);
+                    let body = review.to_string();
+                    let t = Instant::now();
+                    let answer = connection.exchange("/mutate-pod", body.as_bytes()).await;
+                    out.push((review, t.elapsed(), answer["response"].clone()));
+                }
+            }));
+        }
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.extend(task.await.unwrap());
+        }
+        let elapsed = started.elapsed();
+        let mut latencies: Vec<Duration> = answers.iter().map(|(_, d, _)| *d).collect();
+        latencies.sort();
+        let mut by_subset: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut refused = 0;
+        for (review, _, response) in &answers {
+            if response["allowed"] != true {
+                refused += 1;
+                continue;
+            }
+            let (subset, key) = placed(review, response);
+            by_subset.entry(subset.unwrap_or_else(|| "<none>".into())).or_default().push(key);
+        }
+        let stored = stand_in.get("WorkloadSpread", "default", "ws").unwrap();
+        let mut over = 0;
+        for (at, name) in ["a", "b"].iter().enumerate() {
+            let recorded: std::collections::BTreeSet<String> = stored["status"]["versionedSubsetStatuses"]["versionIgnored"][at]["creatingPods"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            let got = by_subset.get(*name).cloned().unwrap_or_default();
+            over += got.len().saturating_sub(capacity);
+            over += got.iter().filter(|k| !recorded.contains(*k)).count();
+        }
+        let writes = stand_in.status_writes();
+        let conflicts = writes.iter().filter(|w| w.code == 409).count();
+        let counts: BTreeMap<&str, usize> = by_subset.iter().map(|(k, v)| (k.as_str(), v.len())).collect();
+        println!(
+            "workloadspread/creates_with_commit: {creates} pod creates, 2 replicas, {connections} TLS connections, subsets a, b capped at {capacity}, c unlimited: \
+             p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, {:.0} creates/s; placed {counts:?}, {refused} refused, {} status writes ({conflicts} conflicts); over-placement {over}",
+            latencies[latencies.len() / 2].as_secs_f64() * 1e3,
+            latencies[latencies.len() * 99 / 100].as_secs_f64() * 1e3,
+            latencies[latencies.len() - 1].as_secs_f64() * 1e3,
+            creates as f64 / elapsed.as_secs_f64(),
+            writes.len(),
+        );
+        assert_eq!(over, 0, "never more than maxReplicas, every placed pod recorded");
+    });
+}
+
+fn main() {
+    benches();
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+    if std::env::args().any(|a| a == "--bench") {
+        creates_with_commit();
+    }
+}
