@@ -47,8 +47,7 @@ impl Controllers {
     /// status controller runs on the PUB and workload stores of `cache`, which exist when the CRD is served
     /// at v1beta1 and a PUB gate is on (spec/podunavailablebudget.md §3). The WorkloadSpread controller runs
     /// when the CRD is served at v1beta1 and the `WorkloadSpread` and `PodWebhook` gates are on
-    /// (spec/workloadspread.md §6.1), on the pod and workload stores of `cache` and a WorkloadSpread watch of
-    /// its own.
+    /// (spec/workloadspread.md §6.1), on the pod, workload and WorkloadSpread stores of `cache`.
     pub fn start(
         client: Client,
         cache: &LiveCache,
@@ -114,13 +113,16 @@ impl Controllers {
         let spreads = match cache.workloads() {
             Some(workloads) if spreads_on => {
                 let inputs = workloadspread::Inputs {
-                    spreads: crate::cache::shared::watch(
-                        kube::Api::all(client.clone()),
-                        (),
-                        crate::cache::shared::whole_lists(),
-                        crate::cache::shared::strip_unread_metadata,
-                        |_, _| {},
-                    ),
+                    // The pod webhooks' store when they keep one (the same gates and CRD), else its own.
+                    spreads: cache.spread_store().cloned().unwrap_or_else(|| {
+                        crate::cache::shared::watch(
+                            kube::Api::all(client.clone()),
+                            (),
+                            crate::cache::shared::whole_lists(),
+                            crate::cache::shared::strip_unread_metadata,
+                            |_, _| {},
+                        )
+                    }),
                     pods: cache.pod_store().clone(),
                     workloads: workloads.clone(),
                 };
