@@ -1,8 +1,8 @@
 //! The leader-elected controllers behind the webhooks (spec/webhook-server.md §9): every replica serves
 //! admission, certificates and readiness; only the replica holding the Lease `kruise-system/kruise-manager`
 //! ([`leader`]) runs the controllers: the SidecarSet controller ([`sidecarset`]), the
-//! PodUnavailableBudget status controller ([`podunavailablebudget`]) and the WorkloadSpread controller
-//! ([`workloadspread`]). Every controller runs on [`runtime`]:
+//! PodUnavailableBudget status controller ([`podunavailablebudget`]), the WorkloadSpread controller
+//! ([`workloadspread`]) and the Job sidecar terminator ([`sidecar_terminator`]). Every controller runs on [`runtime`]:
 //! kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
@@ -12,6 +12,7 @@
 pub mod leader;
 pub mod podunavailablebudget;
 pub mod runtime;
+pub mod sidecar_terminator;
 pub mod sidecarset;
 pub mod workloadspread;
 
@@ -36,6 +37,8 @@ pub struct Controllers {
     sidecar_sets: Option<runtime::Running>,
     budgets: Option<runtime::Running>,
     spreads: Option<runtime::Running>,
+    /// The Job sidecar terminator ([`sidecar_terminator`]).
+    terminator: Option<runtime::Running>,
 }
 
 impl Controllers {
@@ -46,7 +49,8 @@ impl Controllers {
     /// at v1beta1 and a PUB gate is on (spec/podunavailablebudget.md §3). The WorkloadSpread controller runs
     /// when the CRD is served at v1beta1 and the `WorkloadSpread` and `PodWebhook` gates are on
     /// (spec/workloadspread.md §6.1), on the pod and workload stores of `cache` and a WorkloadSpread watch of
-    /// its own.
+    /// its own. The Job sidecar terminator runs when the `SidecarTerminator` gate is on and the CRR CRD is
+    /// served at v1beta1, on the pod store of `cache` and Node and CRR watches of its own.
     pub fn start(
         client: Client,
         cache: &LiveCache,
@@ -133,11 +137,28 @@ impl Controllers {
             }
             _ => None,
         };
+        // The Job sidecar terminator (spec/sidecar-terminator.md §3, §9; DECISIONS 1): gate
+        // `SidecarTerminator` (forced off without `KruiseDaemon`), the CRD served at v1beta1; on the
+        // webhooks' pod store, with a Node and a CRR watch of its own.
+        let terminator_on = served.container_recreate_requests
+            && config
+                .gates
+                .enabled(kruise_webhooks::sidecar_terminator::GATE);
+        let terminator = terminator_on.then(|| {
+            sidecar_terminator::SidecarTerminatorController::start(
+                sidecar_terminator::Context::new(client.clone(), metrics.clone()),
+                sidecar_terminator::Inputs::watch(&client, cache.pod_store().clone()),
+                Arc::new(k8s_openapi::jiff::Timestamp::now),
+                leader.is_leader(),
+                runtime::Settings::default(),
+            )
+        });
         Self {
             leader,
             sidecar_sets,
             budgets,
             spreads,
+            terminator,
         }
     }
 
@@ -155,6 +176,9 @@ impl Controllers {
             c.stop().await;
         }
         if let Some(c) = self.spreads {
+            c.stop().await;
+        }
+        if let Some(c) = self.terminator {
             c.stop().await;
         }
         self.leader.stop().await;

@@ -66,6 +66,15 @@ pub struct ResultLabels {
     pub result: String,
 }
 
+/// `{action,result}` of the Job sidecar terminator's API calls.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActionResultLabels {
+    /// `crr_create`, `crr_delete`, `image_replace` or `status_patch`.
+    pub action: &'static str,
+    /// `ok` or `error`.
+    pub result: &'static str,
+}
+
 /// `{name}` of the leader-election metrics: the Lease name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -143,6 +152,8 @@ pub struct Metrics {
     /// `workloadspread_rescheduled_pods_total{result}`: unschedulable pods the Adaptive strategy deleted
     /// (`deleted`, `error`).
     pub workloadspread_rescheduled: Family<ResultLabels, Counter>,
+    /// `sidecar_terminator_actions_total{action,result}`: the Job sidecar terminator's writes.
+    pub sidecar_terminator_actions: Family<ActionResultLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -283,6 +294,12 @@ impl Metrics {
             "Unschedulable pods deleted by the WorkloadSpread Adaptive strategy, by result",
             workloadspread_rescheduled.clone(),
         );
+        let sidecar_terminator_actions = Family::<ActionResultLabels, Counter>::default();
+        registry.register(
+            "sidecar_terminator_actions",
+            "Writes of the Job sidecar terminator (CRR create and delete, image replace, status patch), by result",
+            sidecar_terminator_actions.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             requests,
@@ -300,7 +317,18 @@ impl Metrics {
             workloadspread_status_writes,
             workloadspread_cost_patches,
             workloadspread_rescheduled,
+            sidecar_terminator_actions,
         }
+    }
+
+    /// Counts a write of the Job sidecar terminator by action and result.
+    pub fn record_sidecar_terminator_action(&self, action: &'static str, ok: bool) {
+        self.sidecar_terminator_actions
+            .get_or_create(&ActionResultLabels {
+                action,
+                result: if ok { "ok" } else { "error" },
+            })
+            .inc();
     }
 
     /// Counts a WorkloadSpread status write of the controller by result.
