@@ -268,9 +268,7 @@ pub async fn reconcile(
         now,
     };
     let plan = terminator::plan(&pod, &observed);
-    outcome.requeue_after = plan
-        .requeue_after
-        .and_then(|d| Duration::try_from(d).ok());
+    outcome.requeue_after = plan.requeue_after.and_then(|d| Duration::try_from(d).ok());
     let pods: Api<SlimPod> = Api::namespaced(ctx.client.clone(), namespace);
     let crrs: Api<ContainerRecreateRequest> = Api::namespaced(ctx.client.clone(), namespace);
     let api_error = |action: String| move |source| ReconcileError::Api { action, source };
@@ -294,13 +292,20 @@ pub async fn reconcile(
                 }
                 let names: Vec<String> = images.iter().map(|(c, _)| c.clone()).collect();
                 tracing::info!(namespace, pod = name, sidecars = ?names, "sidecar images replaced by their exit images");
-                ctx.event(&pod, &terminator::event_message(&names, Means::InPlaceUpdate))
-                    .await;
+                ctx.event(
+                    &pod,
+                    &terminator::event_message(&names, Means::InPlaceUpdate),
+                )
+                .await;
             }
             Action::CreateCrr { set, containers } => {
                 let Some(body) = terminator::container_recreate_request(&pod, *set, containers)
                 else {
-                    tracing::warn!(namespace, pod = name, "sidecar terminator: pod skipped: no name, namespace or uid");
+                    tracing::warn!(
+                        namespace,
+                        pod = name,
+                        "sidecar terminator: pod skipped: no name, namespace or uid"
+                    );
                     return Ok(outcome);
                 };
                 let crr = crr_name(*set);
@@ -362,7 +367,12 @@ pub async fn reconcile(
                         });
                     }
                 }
-                tracing::info!(namespace, pod = name, phase = phase.as_str(), "pod phase set from its main containers");
+                tracing::info!(
+                    namespace,
+                    pod = name,
+                    phase = phase.as_str(),
+                    "pod phase set from its main containers"
+                );
             }
         }
         outcome.done.push(action);
