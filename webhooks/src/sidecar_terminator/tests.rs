@@ -701,3 +701,25 @@ fn bad_input_never_qualifies_and_never_panics() {
     );
     assert_eq!(qualify(&stateless), Err(NotQualifying::MainsRunning));
 }
+
+#[test]
+fn scenario_21_the_gate_is_on_by_default_and_off_without_kruise_daemon() {
+    use crate::features::FeatureGates;
+    // DECISIONS 1: on by default (OpenKruise: off); §9: forced off when KruiseDaemon is off.
+    assert!(FeatureGates::default().enabled(GATE));
+    assert!(
+        !FeatureGates::parse("SidecarTerminator=false")
+            .unwrap()
+            .enabled(GATE)
+    );
+    assert!(
+        !FeatureGates::parse("KruiseDaemon=false")
+            .unwrap()
+            .enabled(GATE)
+    );
+    assert!(
+        !FeatureGates::parse("KruiseDaemon=false,SidecarTerminator=true")
+            .unwrap()
+            .enabled(GATE)
+    );
+}
