@@ -446,7 +446,8 @@ fn section_4_1_which_env_wins_where() {
     // (envs, ordinary node set, virtual-kubelet node set): hand-copied from the §4.1 table.
     let when = ("KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "true");
     let ignore = ("KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE", "true");
-    let rows: Vec<(Vec<(&str, &str)>, &str, &str)> = vec![
+    type Envs<'a> = Vec<(&'a str, &'a str)>;
+    let rows: Vec<(Envs, &str, &str)> = vec![
         (vec![when], "normal", "none"),
         (vec![EXIT_IMAGE], "none", "in_place"),
         (vec![when, EXIT_IMAGE], "normal", "in_place"),
