@@ -202,10 +202,8 @@ pub fn qualify(pod: &SlimPod) -> Result<RestartPolicy, NotQualifying> {
     let policy = match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
         Some("Never") => RestartPolicy::Never,
         Some("OnFailure") => RestartPolicy::OnFailure,
-        Some("Always") | Some("") | None => {
-            let p = pod.spec.as_ref().and_then(|s| s.restart_policy.clone());
-            return Err(NotQualifying::Restarting(p.unwrap_or_default()));
-        }
+        Some(p @ ("Always" | "")) => return Err(NotQualifying::Restarting(p.to_owned())),
+        None => return Err(NotQualifying::Restarting(String::new())),
         Some(other) => return Err(NotQualifying::UnknownRestartPolicy(other.to_owned())),
     };
     let (sidecars, mains) = grouped(pod);

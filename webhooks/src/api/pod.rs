@@ -26,6 +26,7 @@
 //!
 //! A capability that reads more of a cached pod adds it here first.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -141,9 +142,26 @@ pub struct SlimPodSpec {
     /// `nodeName`: empty until scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
-    /// `restartPolicy`: `Always`, `OnFailure` or `Never`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restart_policy: Option<String>,
+    /// `restartPolicy`: `Always`, `OnFailure` or `Never` (Kubernetes' values borrowed, not allocated per pod).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_restart_policy"
+    )]
+    pub restart_policy: Option<Cow<'static, str>>,
+}
+
+/// `restartPolicy`, Kubernetes' three values as static strings (every pod has one: no allocation each).
+fn read_restart_policy<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Cow<'static, str>>, D::Error> {
+    let policy = Option::<String>::deserialize(deserializer)?;
+    Ok(policy.map(|p| match p.as_str() {
+        "Always" => Cow::Borrowed("Always"),
+        "OnFailure" => Cow::Borrowed("OnFailure"),
+        "Never" => Cow::Borrowed("Never"),
+        _ => Cow::Owned(p),
+    }))
 }
 
 /// A container's `name`, `image` and its env vars of [`READ_ENV`].
@@ -672,6 +690,10 @@ mod tests {
                     {"name": "sidecar", "image": "s", "imageID": ""}]}
             })
         );
+        assert!(matches!(
+            pod.spec.as_ref().unwrap().restart_policy,
+            Some(Cow::Borrowed("Never"))
+        ));
         let statuses = pod.status.unwrap().container_statuses.unwrap();
         assert_eq!(
             (statuses[0].exit_code(), statuses[1].exit_code()),
