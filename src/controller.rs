@@ -2,8 +2,8 @@
 //! admission, certificates and readiness; only the replica holding the Lease `kruise-system/kruise-manager`
 //! ([`leader`]) runs the controllers: the SidecarSet controller ([`sidecarset`]), the
 //! PodUnavailableBudget status controller ([`podunavailablebudget`]), the WorkloadSpread controller
-//! ([`workloadspread`]) and the Job sidecar terminator ([`sidecar_terminator`]). Every controller runs on [`runtime`]:
-//! kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
+//! ([`workloadspread`]) and the Job sidecar terminator ([`sidecar_terminator`]). Every controller runs on
+//! [`runtime`]: kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
 //! and [`crate::Server::shutdown`] stops them. Standalone mode (`--objects`, standalone certificates) runs

@@ -11,7 +11,7 @@
 //!    by the runtime and retried with backoff, no action;
 //! 3. the CRRs of its two kill sets from this controller's CRR store, and those this process created that
 //!    the store has not shown yet (for up to [`CREATED_MEMORY`]; the watch brings them within a second);
-//! 4. the actions of [`sidecar_terminator::plan`], executed in order, the first error ending the reconcile
+//! 4. the actions of [`terminator::plan`], executed in order, the first error ending the reconcile
 //!    (retried with backoff): a strategic-merge PATCH of the pod's containers' images (§6.2; they merge by
 //!    name) and a Normal event; a CRR POST (§6.1, named per kill set with kruise-daemon's labels, DECISIONS
 //!    11) and a Normal event; a DELETE of a CRR kruise-daemon finished while a sidecar of its set still runs
