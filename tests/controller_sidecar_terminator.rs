@@ -348,6 +348,34 @@ async fn scenario_2_main_succeeded_creates_the_crr_once() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn a_crr_created_here_counts_as_there_until_the_watch_shows_it() {
+    let mut h = harness(
+        vec![common_pod(exited("main", 0), running("sidecar"))],
+        vec![],
+    );
+    let run = h.reconcile();
+    h.expect_crr(NORMAL_CRR, &["sidecar"], "node-1").await;
+    h.expect_event("Kruise SidecarTerminator is trying to terminate sidecar [sidecar] using crr")
+        .await;
+    run.await.unwrap().unwrap();
+    // The pod changes again before the CRR watch event: no second create, and a look again later in
+    // case the CRR never shows.
+    let done = h.reconcile().await.unwrap().unwrap();
+    h.assert_no_more_calls().await;
+    assert_eq!(done.done, vec![]);
+    let after = done.requeue_after.unwrap();
+    assert!(
+        after > Duration::from_secs(50) && after <= Duration::from_secs(60),
+        "{after:?}"
+    );
+    // Once seen, nothing is remembered.
+    h.crrs
+        .apply(Event::Apply(decode(&crr_in_store(NORMAL_CRR, json!({})))));
+    assert_eq!(h.reconcile().await.unwrap().unwrap(), Reconciled::default());
+    h.assert_no_more_calls().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn scenario_3_main_failed_never_creates_the_same_crr() {
     let mut h = harness(
         vec![common_pod(exited("main", 1), running("sidecar"))],

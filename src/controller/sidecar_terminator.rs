@@ -10,7 +10,8 @@
 //! 2. its Node from this controller's Node store; **missing from the cache: an error** (§5 step 2), logged
 //!    by the runtime and retried with backoff, no action;
 //! 3. the CRRs of its two kill sets from this controller's CRR store, and those this process created that
-//!    the store has not shown yet (for up to [`CREATED_MEMORY`]; the watch brings them within a second);
+//!    the store has not shown yet (for up to [`CREATED_MEMORY`], after which the pod is looked at again;
+//!    the watch brings them within a second);
 //! 4. the actions of [`terminator::plan`], executed in order, the first error ending the reconcile
 //!    (retried with backoff): a strategic-merge PATCH of the pod's containers' images (§6.2; they merge by
 //!    name) and a Normal event; a CRR POST (§6.1, named per kill set with kruise-daemon's labels, DECISIONS
@@ -122,8 +123,15 @@ impl Context {
         self.created.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The state of CRR `namespace/name`: the store's, else created here within [`CREATED_MEMORY`].
-    fn crr_state(&self, inputs: &Inputs, namespace: &str, name: &str) -> CrrState {
+    /// The state of CRR `namespace/name`: the store's, else created here within [`CREATED_MEMORY`]; and
+    /// when the state is only remembered, how long it is remembered for (the pod is looked at again then,
+    /// in case the CRR went before the watch ever showed it).
+    fn crr_state(
+        &self,
+        inputs: &Inputs,
+        namespace: &str,
+        name: &str,
+    ) -> (CrrState, Option<Duration>) {
         let key = (namespace.to_owned(), name.to_owned());
         let cached = inputs
             .crrs
@@ -132,15 +140,15 @@ impl Context {
         let mut created = self.created();
         if let Some(crr) = cached {
             created.remove(&key);
-            return CrrState::of(Some(&crr));
+            return (CrrState::of(Some(&crr)), None);
         }
-        match created.get(&key) {
-            Some(at) if at.elapsed() < CREATED_MEMORY => CrrState::Active,
+        match created.get(&key).map(Instant::elapsed) {
+            Some(age) if age < CREATED_MEMORY => (CrrState::Active, Some(CREATED_MEMORY - age)),
             Some(_) => {
                 created.remove(&key);
-                CrrState::Missing
+                (CrrState::Missing, None)
             }
-            None => CrrState::Missing,
+            None => (CrrState::Missing, None),
         }
     }
 
@@ -261,14 +269,25 @@ pub async fn reconcile(
         return Ok(outcome);
     };
     let crr_name = |set| terminator::crr_name(&uid, set);
+    let (normal_crr, normal_remembered) =
+        ctx.crr_state(inputs, namespace, &crr_name(KillSet::Normal));
+    let (ignore_exit_code_crr, ignore_remembered) =
+        ctx.crr_state(inputs, namespace, &crr_name(KillSet::IgnoreExitCode));
     let observed = terminator::Observed {
         virtual_kubelet: node.is_virtual_kubelet(),
-        normal_crr: ctx.crr_state(inputs, namespace, &crr_name(KillSet::Normal)),
-        ignore_exit_code_crr: ctx.crr_state(inputs, namespace, &crr_name(KillSet::IgnoreExitCode)),
+        normal_crr,
+        ignore_exit_code_crr,
         now,
     };
     let plan = terminator::plan(&pod, &observed);
-    outcome.requeue_after = plan.requeue_after.and_then(|d| Duration::try_from(d).ok());
+    outcome.requeue_after = [
+        plan.requeue_after.and_then(|d| Duration::try_from(d).ok()),
+        normal_remembered,
+        ignore_remembered,
+    ]
+    .into_iter()
+    .flatten()
+    .min();
     let pods: Api<SlimPod> = Api::namespaced(ctx.client.clone(), namespace);
     let crrs: Api<ContainerRecreateRequest> = Api::namespaced(ctx.client.clone(), namespace);
     let api_error = |action: String| move |source| ReconcileError::Api { action, source };
