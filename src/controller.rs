@@ -2,8 +2,9 @@
 //! admission, certificates and readiness; only the replica holding the Lease `kruise-system/kruise-manager`
 //! ([`leader`]) runs the controllers: the SidecarSet controller ([`sidecarset`]), the
 //! PodUnavailableBudget status controller ([`podunavailablebudget`]), the WorkloadSpread controller
-//! ([`workloadspread`]) and the container-launch-priority barrier controller ([`launch_priority`]). Every controller runs on [`runtime`]:
-//! kube-runtime's `Controller`, driven by changes of the stores the webhooks read.
+//! ([`workloadspread`]), the container-launch-priority barrier controller ([`launch_priority`]) and the Job
+//! sidecar terminator ([`sidecar_terminator`]). Every controller runs on [`runtime`]: kube-runtime's
+//! `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
 //! and [`crate::Server::shutdown`] stops them. Standalone mode (`--objects`, standalone certificates) runs
@@ -13,6 +14,7 @@ pub mod launch_priority;
 pub mod leader;
 pub mod podunavailablebudget;
 pub mod runtime;
+pub mod sidecar_terminator;
 pub mod sidecarset;
 pub mod workloadspread;
 
@@ -38,6 +40,8 @@ pub struct Controllers {
     budgets: Option<runtime::Running>,
     spreads: Option<runtime::Running>,
     barriers: runtime::Running,
+    /// The Job sidecar terminator ([`sidecar_terminator`]).
+    terminator: Option<runtime::Running>,
 }
 
 impl Controllers {
@@ -48,6 +52,9 @@ impl Controllers {
     /// at v1beta1 and a PUB gate is on (spec/podunavailablebudget.md §3). The WorkloadSpread controller runs
     /// when the CRD is served at v1beta1 and the `WorkloadSpread` and `PodWebhook` gates are on
     /// (spec/workloadspread.md §6.1), on the pod, workload and WorkloadSpread stores of `cache`.
+    /// The Job sidecar terminator runs when the `SidecarTerminator` gate is on and the CRR CRD is served at
+    /// v1beta1, on the pod store of `cache` and Node and CRR watches of its own. The container-launch-priority
+    /// barrier controller always runs, on the pod store.
     pub fn start(
         client: Client,
         cache: &LiveCache,
@@ -149,12 +156,29 @@ impl Controllers {
                 ..runtime::Settings::default()
             },
         );
+        // The Job sidecar terminator (spec/sidecar-terminator.md §3, §9; DECISIONS 1): gate
+        // `SidecarTerminator` (forced off without `KruiseDaemon`), the CRD served at v1beta1; on the
+        // webhooks' pod store, with a Node and a CRR watch of its own.
+        let terminator_on = served.container_recreate_requests
+            && config
+                .gates
+                .enabled(kruise_webhooks::sidecar_terminator::GATE);
+        let terminator = terminator_on.then(|| {
+            sidecar_terminator::SidecarTerminatorController::start(
+                sidecar_terminator::Context::new(client.clone(), metrics.clone()),
+                sidecar_terminator::Inputs::watch(&client, cache.pod_store().clone()),
+                Arc::new(k8s_openapi::jiff::Timestamp::now),
+                leader.is_leader(),
+                runtime::Settings::default(),
+            )
+        });
         Self {
             leader,
             sidecar_sets,
             budgets,
             spreads,
             barriers,
+            terminator,
         }
     }
 
@@ -175,6 +199,9 @@ impl Controllers {
             c.stop().await;
         }
         self.barriers.stop().await;
+        if let Some(c) = self.terminator {
+            c.stop().await;
+        }
         self.leader.stop().await;
     }
 }

@@ -75,6 +75,15 @@ pub struct SpreadLabels {
     pub name: String,
 }
 
+/// `{action,result}` of the Job sidecar terminator's API calls.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActionResultLabels {
+    /// `crr_create`, `crr_delete`, `image_replace` or `status_patch`.
+    pub action: &'static str,
+    /// `ok` or `error`.
+    pub result: &'static str,
+}
+
 /// `{name}` of the leader-election metrics: the Lease name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -161,6 +170,8 @@ pub struct Metrics {
     /// `workloadspread_status_writes_total{result}`: WorkloadSpread status records of the pod webhooks by
     /// outcome (`written`, `conflict`, `not_found`, `error`).
     pub spread_writes: Family<ResultLabels, Counter>,
+    /// `sidecar_terminator_actions_total{action,result}`: the Job sidecar terminator's writes.
+    pub sidecar_terminator_actions: Family<ActionResultLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -319,6 +330,12 @@ impl Metrics {
             "WorkloadSpread status records of the pod webhooks, by result",
             spread_writes.clone(),
         );
+        let sidecar_terminator_actions = Family::<ActionResultLabels, Counter>::default();
+        registry.register(
+            "sidecar_terminator_actions",
+            "Writes of the Job sidecar terminator (CRR create and delete, image replace, status patch), by result",
+            sidecar_terminator_actions.clone(),
+        );
         Self {
             spread_full,
             spread_writes,
@@ -339,6 +356,7 @@ impl Metrics {
             workloadspread_status_writes,
             workloadspread_cost_patches,
             workloadspread_rescheduled,
+            sidecar_terminator_actions,
         }
     }
 
@@ -347,7 +365,17 @@ impl Metrics {
         Self::count(&self.launch_barrier_writes, result);
     }
 
-    /// Counts a WorkloadSpread status write of the controller, by result.
+    /// Counts a write of the Job sidecar terminator by action and result.
+    pub fn record_sidecar_terminator_action(&self, action: &'static str, ok: bool) {
+        self.sidecar_terminator_actions
+            .get_or_create(&ActionResultLabels {
+                action,
+                result: if ok { "ok" } else { "error" },
+            })
+            .inc();
+    }
+
+    /// Counts a WorkloadSpread status write of the controller by result.
     pub fn record_workloadspread_status_write(&self, result: &str) {
         Self::count(&self.workloadspread_status_writes, result);
     }

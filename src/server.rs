@@ -259,6 +259,12 @@ pub async fn start_with(
                 "workloadspreads",
             )
             .await,
+            container_recreate_requests: crate::cache::discover(
+                &client,
+                "apps.kruise.io/v1beta1",
+                "containerrecreaterequests",
+            )
+            .await,
         };
         if !served.sidecar_sets {
             tracing::warn!(

@@ -341,3 +341,36 @@ fn the_pod_webhooks_may_write_what_they_record() {
     // Owner chains through Jobs (§4.1).
     assert!(cluster_role_verbs("batch", "jobs").contains("get"));
 }
+
+#[test]
+fn the_sidecar_terminator_may_do_what_it_does() {
+    // spec/sidecar-terminator.md §3 and DECISIONS 11: the caches it reads, its CRRs (created, retried by
+    // deletion), the image replacement, the status patch, its events, the owner reference's finalizers.
+    for (group, resource, verb) in [
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "pods", "patch"),
+        ("", "pods/status", "patch"),
+        ("", "pods/finalizers", "update"),
+        ("", "nodes", "get"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("apps.kruise.io", "containerrecreaterequests", "get"),
+        ("apps.kruise.io", "containerrecreaterequests", "list"),
+        ("apps.kruise.io", "containerrecreaterequests", "watch"),
+        ("apps.kruise.io", "containerrecreaterequests", "create"),
+        ("apps.kruise.io", "containerrecreaterequests", "delete"),
+        ("", "events", "create"),
+    ] {
+        let verbs = cluster_role_verbs(group, resource);
+        assert!(
+            verbs.contains(verb),
+            "{group}/{resource}: {verb} not granted ({verbs:?})"
+        );
+    }
+    // Nothing beyond: no update of a CRR, no write of a Node.
+    assert!(!cluster_role_verbs("apps.kruise.io", "containerrecreaterequests").contains("update"));
+    for verb in ["update", "patch", "delete"] {
+        assert!(!cluster_role_verbs("", "nodes").contains(verb), "{verb}");
+    }
+}

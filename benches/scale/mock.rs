@@ -40,10 +40,14 @@ pub enum Kind {
     Budgets,
     /// `WorkloadSpread`s.
     Spreads,
+    /// `Node`s (none: the sidecar terminator's cache).
+    Nodes,
+    /// `ContainerRecreateRequest`s (none: the sidecar terminator's cache).
+    Crrs,
 }
 
 /// Collection paths, longest first (the Namespaces path is a prefix of the revisions').
-const ROUTES: [(&str, Kind, &str, &str); 7] = [
+const ROUTES: [(&str, Kind, &str, &str); 9] = [
     (
         "/apis/apps/v1/namespaces/kruise-system/controllerrevisions",
         Kind::Revisions,
@@ -80,6 +84,13 @@ const ROUTES: [(&str, Kind, &str, &str); 7] = [
         Kind::Spreads,
         "apps.kruise.io/v1beta1",
         "WorkloadSpreadList",
+    ),
+    ("/api/v1/nodes", Kind::Nodes, "v1", "NodeList"),
+    (
+        "/apis/apps.kruise.io/v1beta1/containerrecreaterequests",
+        Kind::Crrs,
+        "apps.kruise.io/v1beta1",
+        "ContainerRecreateRequestList",
     ),
 ];
 
@@ -234,7 +245,7 @@ impl MockApi {
         match kind {
             Kind::Namespaces => sizes.namespaces,
             Kind::Pods => sizes.pods,
-            Kind::Claims => 0,
+            Kind::Claims | Kind::Nodes | Kind::Crrs => 0,
             Kind::SidecarSets => sizes.sidecar_sets,
             Kind::Revisions => sizes.sidecar_sets + state.revisions.len(),
             Kind::Budgets => sizes.budgets,
@@ -252,7 +263,7 @@ impl MockApi {
                 let (rv, ready) = state.pods.get(&i).copied().unwrap_or((at, true));
                 objects::pod(sizes, i, rv, ready)
             }
-            Kind::Claims => String::new(),
+            Kind::Claims | Kind::Nodes | Kind::Crrs => String::new(),
             Kind::SidecarSets => self.sidecar_set(state, i),
             Kind::Revisions => match i.checked_sub(sizes.sidecar_sets) {
                 None => objects::revision(i, at).1,

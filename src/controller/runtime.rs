@@ -127,6 +127,23 @@ where
         triggers.watches(objects, |o: &K| vec![ObjectRef::from_obj(o)])
     }
 
+    /// The objects of `objects`, each reconciled when it changes and `interesting` holds for its new state
+    /// (a change that leaves an object uninteresting queues nothing; every object is still reconciled once
+    /// per term and after a relist).
+    pub fn when(
+        objects: &Shared<K>,
+        interesting: impl Fn(&K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let triggers = Self {
+            store: objects.store().clone(),
+            requests: Vec::new(),
+        };
+        triggers.watches_changes(objects, move |change| match change {
+            Change::Applied(o) if interesting(o) => vec![ObjectRef::from_obj(&**o)],
+            _ => Vec::new(),
+        })
+    }
+
     /// Also reconciles the objects `map` names when an object of `other` changes (created, updated or
     /// deleted); a relist of `other` reconciles every object.
     #[must_use]

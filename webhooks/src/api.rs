@@ -28,8 +28,10 @@ macro_rules! resource {
     };
 }
 
+pub mod containerrecreaterequest;
 #[cfg(test)]
 mod crd_schema;
+pub mod node;
 pub mod pod;
 pub mod podunavailablebudget;
 mod raw;

@@ -26,6 +26,7 @@ pub mod podunavailablebudget;
 pub mod quantity;
 pub mod registry;
 pub mod selector;
+pub mod sidecar_terminator;
 pub mod sidecarset;
 pub mod validation;
 pub mod verdict;

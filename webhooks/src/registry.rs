@@ -73,6 +73,9 @@ pub struct Served {
     /// The WorkloadSpread CRD is served at `apps.kruise.io/v1beta1` (the controller starts only then,
     /// spec/workloadspread.md §6.1).
     pub workload_spreads: bool,
+    /// The ContainerRecreateRequest CRD is served at `apps.kruise.io/v1beta1` (the Job sidecar terminator
+    /// starts only then).
+    pub container_recreate_requests: bool,
 }
 
 impl Served {
@@ -81,6 +84,7 @@ impl Served {
         sidecar_sets: true,
         pod_unavailable_budgets: true,
         workload_spreads: true,
+        container_recreate_requests: true,
     };
 
     fn has(self, kind: RequiredKind) -> bool {

@@ -13,14 +13,20 @@
 //! - `spec.containers` and `spec.initContainers`: `name`, `image` (SidecarSet consistency and readiness,
 //!   PUB consistency) and of `env` only `IS_INJECTED` (a SidecarSet's sidecar, PUB consistency) and
 //!   `KRUISE_CONTAINER_BARRIER` with its ConfigMap key (the launch-priority barrier controller);
-//! - `spec.nodeName` (the SidecarSet upgrade order: unscheduled pods first);
+//!   and the Job sidecar terminator's three envs ([`TERMINATE_SIDECAR_ENV`], [`EXIT_IMAGE_ENV`],
+//!   [`IGNORE_EXIT_CODE_ENV`]: which containers are sidecars, and how they are stopped);
+//! - `spec.nodeName` (the SidecarSet upgrade order: unscheduled pods first; the sidecar terminator: the
+//!   node whose `type` label says virtual-kubelet, and the CRR's node-name label);
+//! - `spec.restartPolicy` (the sidecar terminator: only `Never` / `OnFailure` pods qualify);
 //! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`, `lastTransitionTime`;
 //!   `message` of `SidecarSetUpgradable` only, `reason` of `PodScheduled` only: the WorkloadSpread
 //!   controller's unschedulable pods), `containerStatuses` (`name`, `image`, `imageID`, `containerID`,
-//!   `ready`, `restartCount`: also the WorkloadSpread controller's delete-first order).
+//!   `ready`, `restartCount`: also the WorkloadSpread controller's delete-first order; of `state` only
+//!   `terminated.exitCode`: the sidecar terminator's finished containers).
 //!
 //! A capability that reads more of a cached pod adds it here first.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -57,9 +63,21 @@ pub const READ_ANNOTATIONS: &[&str] = &[
 pub const INJECTED_ENV: &str = "IS_INJECTED";
 /// The container env var of a launch priority (spec/container-launch-priority.md §4.1: its ConfigMap key).
 pub const BARRIER_ENV: &str = "KRUISE_CONTAINER_BARRIER";
-/// The container env vars something reads ([`INJECTED_ENV`], [`BARRIER_ENV`]); the others are dropped when
-/// decoded.
-pub const READ_ENV: &[&str] = &[INJECTED_ENV, BARRIER_ENV];
+/// The container env var marking a Job sidecar the terminator stops (spec/sidecar-terminator.md §2).
+pub const TERMINATE_SIDECAR_ENV: &str = "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT";
+/// The container env var naming the exit image of a Job sidecar on a virtual-kubelet node (§2).
+pub const EXIT_IMAGE_ENV: &str = "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE";
+/// The container env var asking the terminator to set the phase from the main containers (§2, §6.3).
+pub const IGNORE_EXIT_CODE_ENV: &str = "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE";
+/// The container env vars something reads ([`INJECTED_ENV`], [`BARRIER_ENV`], the sidecar terminator's
+/// three); the others are dropped when decoded.
+pub const READ_ENV: &[&str] = &[
+    INJECTED_ENV,
+    BARRIER_ENV,
+    TERMINATE_SIDECAR_ENV,
+    EXIT_IMAGE_ENV,
+    IGNORE_EXIT_CODE_ENV,
+];
 
 /// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods, its upgrade orders
 /// them by time ready; `ContainersReady`: the launch-priority barrier controller leaves such pods alone;
@@ -125,6 +143,26 @@ pub struct SlimPodSpec {
     /// `nodeName`: empty until scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
+    /// `restartPolicy`: `Always`, `OnFailure` or `Never` (Kubernetes' values borrowed, not allocated per pod).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_restart_policy"
+    )]
+    pub restart_policy: Option<Cow<'static, str>>,
+}
+
+/// `restartPolicy`, Kubernetes' three values as static strings (every pod has one: no allocation each).
+fn read_restart_policy<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Cow<'static, str>>, D::Error> {
+    let policy = Option::<String>::deserialize(deserializer)?;
+    Ok(policy.map(|p| match p.as_str() {
+        "Always" => Cow::Borrowed("Always"),
+        "OnFailure" => Cow::Borrowed("OnFailure"),
+        "Never" => Cow::Borrowed("Never"),
+        _ => Cow::Owned(p),
+    }))
 }
 
 /// A container's `name`, `image` and its env vars of [`READ_ENV`].
@@ -309,6 +347,48 @@ pub struct SlimContainerStatus {
     /// `restartCount`.
     #[serde(default, rename = "restartCount", skip_serializing_if = "is_zero")]
     pub restart_count: i32,
+    /// `state`, kept only when it is `terminated` (and of that only `exitCode`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_state"
+    )]
+    pub state: Option<SlimContainerState>,
+}
+
+impl SlimContainerStatus {
+    /// The exit code, when the container's current state is `terminated`.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .map(|t| t.exit_code)
+    }
+}
+
+/// A container status's `state`, as far as it is read: `terminated`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlimContainerState {
+    /// `terminated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminated: Option<SlimTerminated>,
+}
+
+/// A terminated container state's `exitCode`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimTerminated {
+    /// `exitCode`.
+    #[serde(default)]
+    pub exit_code: i32,
+}
+
+/// `state` kept only when it holds `terminated` (a running or waiting state is read by no one).
+fn read_state<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<SlimContainerState>, D::Error> {
+    let state = Option::<SlimContainerState>::deserialize(deserializer)?;
+    Ok(state.filter(|s| s.terminated.is_some()))
 }
 
 fn is_zero(n: &i32) -> bool {
@@ -357,7 +437,7 @@ impl StrMap {
 
     /// Decodes a JSON object of strings (or `null`), keeping the keys `keep` accepts; other values are
     /// skipped unread, whatever they hold.
-    fn decode<'de, D: Deserializer<'de>>(
+    pub(crate) fn decode<'de, D: Deserializer<'de>>(
         deserializer: D,
         keep: fn(&str) -> bool,
     ) -> Result<Self, D::Error> {
@@ -579,6 +659,46 @@ mod tests {
                     "containerStatuses": [{"name": "app", "image": "app:1", "imageID": "docker://app@sha256:aa",
                         "containerID": "containerd://c1", "ready": true, "restartCount": 2}]}
             })
+        );
+    }
+
+    #[test]
+    fn the_sidecar_terminator_fields_are_kept() {
+        let pod: SlimPod = serde_json::from_value(json!({
+            "metadata": {"name": "pi", "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "j"}]},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 30, "containers": [
+                {"name": "main", "env": [{"name": "OTHER", "value": "x"}]},
+                {"name": "sidecar", "env": [{"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "value": "true"},
+                    {"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE", "value": "exit:1"},
+                    {"name": "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE", "value": "TRUE",
+                     "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}]}]},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "main", "image": "m", "imageID": "", "state": {"terminated": {"exitCode": 2, "reason": "Error",
+                    "startedAt": "2025-01-02T03:04:05Z"}}, "lastState": {"terminated": {"exitCode": 1}}},
+                {"name": "sidecar", "image": "s", "imageID": "", "state": {"running": {"startedAt": "2025-01-02T03:04:05Z"}}}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&pod).unwrap(),
+            json!({
+                "metadata": {"name": "pi", "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "j"}]},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main"},
+                    {"name": "sidecar", "env": [{"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "value": "true"},
+                        {"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE", "value": "exit:1"},
+                        {"name": "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE", "value": "TRUE"}]}]},
+                "status": {"phase": "Running", "containerStatuses": [
+                    {"name": "main", "image": "m", "imageID": "", "state": {"terminated": {"exitCode": 2}}},
+                    {"name": "sidecar", "image": "s", "imageID": ""}]}
+            })
+        );
+        assert!(matches!(
+            pod.spec.as_ref().unwrap().restart_policy,
+            Some(Cow::Borrowed("Never"))
+        ));
+        let statuses = pod.status.unwrap().container_statuses.unwrap();
+        assert_eq!(
+            (statuses[0].exit_code(), statuses[1].exit_code()),
+            (Some(2), None)
         );
     }
 
