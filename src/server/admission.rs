@@ -121,10 +121,42 @@ pub async fn decide(
             } else {
                 (WhitelistSource::Missing, Ok(Vec::new()))
             };
+            // The target workload, for the subset patch checks (§7.1): read only when it is a built-in
+            // kind in its group; a failed read skips the checks (logged), as a missing workload does.
+            let target = match req
+                .object()
+                .and_then(|o| serde_json::from_str::<serde_json::Value>(o.get()).ok())
+                .as_ref()
+                .and_then(workloadspread::validate::template_target)
+            {
+                Some((api_version, kind, name))
+                    if env.gates.enabled(workloadspread::GATE)
+                        && matches!(req.operation, Operation::Create | Operation::Update) =>
+                {
+                    match crate::workload::workloads_of(cluster) {
+                        Some(workloads) => {
+                            match workloads
+                                .object(req.namespace(), api_version, kind, &name)
+                                .await
+                            {
+                                Ok(found) => found,
+                                Err(e) => {
+                                    tracing::warn!(kind, name = %name, error = %e,
+                                        "reading a WorkloadSpread's target failed: subset patch checks skipped");
+                                    None
+                                }
+                            }
+                        }
+                        None => None,
+                    }
+                }
+                _ => None,
+            };
             let ctx = workloadspread::validate::ValidateContext {
                 gates: env.gates,
                 custom_workloads: &custom_workloads,
                 others: &others,
+                target: target.as_ref(),
             };
             workloadspread::validate::validate(req, &ctx)
         }

@@ -40,6 +40,7 @@ use crate::api::workloadspread::{
 };
 use crate::conversion::convert_object;
 use crate::json::RawJson;
+use crate::json::strategic_merge;
 use crate::validation::field_error::{
     BadValue, FieldError, FieldPath, aggregate, go_int_or_string, go_quote, go_string_slice,
 };
@@ -73,6 +74,114 @@ pub struct ValidateContext<'a> {
     pub custom_workloads: &'a WhitelistSource,
     /// The WorkloadSpreads of the object's namespace (v1beta1, any order), or why listing them failed.
     pub others: &'a Result<Vec<Arc<WorkloadSpread>>, String>,
+    /// The target workload as the API server has it ([`template_target`] names it), `None` when it does not
+    /// exist (or is not a built-in kind): the template of the subset patch checks (§7.1), skipped without.
+    pub target: Option<&'a Value>,
+}
+
+/// The workload whose pod template the subset patches are checked against (§7.1): a built-in target in its
+/// group, read as (apiVersion to GET, kind, name); a StatefulSet as `apps/v1` whatever its group, as
+/// OpenKruise reads it. `None` for anything else, or an object without a readable targetRef.
+pub fn template_target(object: &Value) -> Option<(&'static str, &'static str, String)> {
+    let target = object.get("spec")?.get("targetRef")?;
+    let api_version = target.get("apiVersion")?.as_str()?;
+    let name = target.get("name")?.as_str().filter(|n| !n.is_empty())?;
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let (get, kind) = match (target.get("kind")?.as_str()?, group) {
+        ("CloneSet", "apps.kruise.io") => ("apps.kruise.io/v1alpha1", "CloneSet"),
+        ("Deployment", "apps") => ("apps/v1", "Deployment"),
+        ("ReplicaSet", "apps") => ("apps/v1", "ReplicaSet"),
+        ("Job", "batch") => ("batch/v1", "Job"),
+        ("StatefulSet", "apps" | "apps.kruise.io") => ("apps/v1", "StatefulSet"),
+        _ => return None,
+    };
+    Some((get, kind, name.to_owned()))
+}
+
+/// The pod the subset patches apply to: the workload's template (metadata and spec), with one volume per
+/// `volumeClaimTemplates` entry (CloneSet, StatefulSet) as the pods get them. `None` without a template.
+fn template_pod(workload: &Value) -> Option<Value> {
+    let template = workload.get("spec")?.get("template")?;
+    let mut spec = template.get("spec").cloned().unwrap_or(Value::Null);
+    let claims = workload["spec"]["volumeClaimTemplates"].as_array();
+    if let Some(claims) = claims.filter(|c| !c.is_empty()) {
+        if !spec.is_object() {
+            spec = Value::Object(serde_json::Map::new());
+        }
+        if !spec["volumes"].is_array() {
+            spec["volumes"] = Value::Array(Vec::new());
+        }
+        if let Some(volumes) = spec["volumes"].as_array_mut() {
+            for claim in claims {
+                let name = claim["metadata"]["name"].clone();
+                volumes.push(
+                    serde_json::json!({"name": name, "persistentVolumeClaim": {"claimName": name}}),
+                );
+            }
+        }
+    }
+    Some(serde_json::json!({
+        "metadata": template.get("metadata").cloned().unwrap_or(Value::Null),
+        "spec": spec,
+    }))
+}
+
+/// The patch rule of §7.1 for one subset: the template pod strategic-merge-patched, then Kubernetes' pod
+/// spec validation under `<subset>.patch`.
+fn patch_errors(
+    pod: &Value,
+    patch: &serde_json::value::RawValue,
+    path: &FieldPath,
+) -> Vec<FieldError> {
+    let here = path.child("patch");
+    let invalid = |detail: String| {
+        vec![FieldError::invalid(
+            &here,
+            BadValue::str(patch.get()),
+            detail,
+        )]
+    };
+    let parsed: Value = match serde_json::from_str(patch.get()) {
+        Ok(v) => v,
+        Err(e) => return invalid(format!("failed to merge patch: {e}")),
+    };
+    let patched = match strategic_merge::apply(pod.clone(), parsed, strategic_merge::POD) {
+        Ok(p) => p,
+        Err(e) => return invalid(format!("failed to merge patch: {e}")),
+    };
+    let spec = &patched["spec"];
+    let objects = |key: &str| -> Result<Vec<serde_json::Map<String, Value>>, String> {
+        match &spec[key] {
+            Value::Null => Ok(Vec::new()),
+            Value::Array(items) => items
+                .iter()
+                .map(|c| {
+                    c.as_object()
+                        .cloned()
+                        .ok_or_else(|| format!("spec.{key}: expected an object"))
+                })
+                .collect(),
+            _ => Err(format!("spec.{key}: expected a list")),
+        }
+    };
+    let (init, containers) = match (objects("initContainers"), objects("containers")) {
+        (Ok(i), Ok(c)) => (i, c),
+        (Err(e), _) | (_, Err(e)) => return invalid(format!("failed to unmarshal: {e}")),
+    };
+    let volumes = spec["volumes"].as_array().cloned().unwrap_or_default();
+    let grace = spec["terminationGracePeriodSeconds"]
+        .as_i64()
+        .unwrap_or(crate::validation::pod::DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
+    let pod_spec = crate::validation::pod::PodSpec {
+        init_containers: &init,
+        containers: &containers,
+        volumes: &volumes,
+        termination_grace_period_seconds: grace,
+    };
+    match crate::validation::pod::validate_pod_spec(&pod_spec, &here) {
+        Ok(errs) => errs,
+        Err(e) => invalid(format!("Convert_v1_Pod_To_core_Pod failed: {e}")),
+    }
 }
 
 /// Answers a WorkloadSpread validating admission request (§7).
@@ -109,7 +218,8 @@ pub fn validate(
         .as_deref()
         .filter(|ns| !ns.is_empty())
         .unwrap_or_else(|| req.namespace());
-    let mut errs = spec_errors(&new, ctx.custom_workloads);
+    let template = ctx.target.and_then(template_pod);
+    let mut errs = spec_errors(&new, ctx.custom_workloads, template.as_ref());
     match ctx.others {
         Err(e) => errs.push(FieldError::internal(
             &FieldPath::new(""),
@@ -204,11 +314,15 @@ fn render_target_filter(filter: &TargetFilter) -> String {
 }
 
 /// `validateWorkloadSpreadSpec`: targetRef, subsets, scheduleStrategy, targetFilter.
-fn spec_errors(ws: &WorkloadSpread, custom_workloads: &WhitelistSource) -> Vec<FieldError> {
+fn spec_errors(
+    ws: &WorkloadSpread,
+    custom_workloads: &WhitelistSource,
+    template: Option<&Value>,
+) -> Vec<FieldError> {
     let spec = &ws.spec;
     let path = FieldPath::new("spec");
     let mut errs = target_ref_errors(spec, custom_workloads, &path);
-    errs.extend(subset_errors(spec, &path.child("subsets")));
+    errs.extend(subset_errors(spec, &path.child("subsets"), template));
     errs.extend(schedule_strategy_errors(
         spec,
         &path.child("scheduleStrategy"),
@@ -290,7 +404,11 @@ fn target_ref_errors(
 /// required and preferred node selectors and the tolerations (Kubernetes' validation), then maxReplicas
 /// ([`max_replicas_error`], whose first error ends the subset checks); after the loop, percentages that do
 /// not reach 100 % while the last subset is limited.
-fn subset_errors(spec: &WorkloadSpreadSpec, path: &FieldPath) -> Vec<FieldError> {
+fn subset_errors(
+    spec: &WorkloadSpreadSpec,
+    path: &FieldPath,
+    template: Option<&Value>,
+) -> Vec<FieldError> {
     let subsets = &spec.subsets;
     if subsets.is_empty() {
         return vec![FieldError::required(
@@ -323,6 +441,11 @@ fn subset_errors(spec: &WorkloadSpreadSpec, path: &FieldPath) -> Vec<FieldError>
             &subset.tolerations,
             &here.child("tolerations"),
         ));
+        if let (Some(pod), Some(patch)) = (template, &subset.patch)
+            && patch.get() != "null"
+        {
+            errs.extend(patch_errors(pod, patch, &here));
+        }
         if let Some(max) = &subset.max_replicas
             && let Err(detail) = max_replicas_error(
                 max,

@@ -40,6 +40,7 @@ struct Facts {
     gates: FeatureGates,
     whitelist: WhitelistSource,
     others: Result<Vec<Arc<WorkloadSpread>>, String>,
+    target: Option<Value>,
 }
 
 impl Default for Facts {
@@ -48,6 +49,7 @@ impl Default for Facts {
             gates: FeatureGates::default(),
             whitelist: WhitelistSource::Missing,
             others: Ok(Vec::new()),
+            target: None,
         }
     }
 }
@@ -70,6 +72,7 @@ impl Facts {
                 gates: &self.gates,
                 custom_workloads: &self.whitelist,
                 others: &self.others,
+                target: self.target.as_ref(),
             },
         )
     }
@@ -666,4 +669,85 @@ fn v1alpha1_objects_are_converted_and_reported_at_v1beta1_paths() {
         "[spec.subsets[0].requiredNodeSelector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist', \
          spec.subsets[0].preferredNodeSelector[0].weight: Invalid value: 101: must be in the range 1-100]"
     );
+}
+
+/// A CloneSet `app` whose template runs container `app` and claims volume `data`.
+fn clone_set() -> Value {
+    json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+        "metadata": {"name": "app", "namespace": "ns"},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "app", "image": "app:1", "imagePullPolicy": "IfNotPresent",
+                    "terminationMessagePolicy": "File",
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}})
+}
+
+fn patched_spec(patch: Value) -> Value {
+    json!({"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "app"},
+        "subsets": [{"name": "a", "patch": patch}]})
+}
+
+#[test]
+fn scenario_52_a_subset_patch_is_checked_against_the_existing_workload_template() {
+    let with_target = Facts {
+        target: Some(clone_set()),
+        ..Facts::default()
+    };
+    // An image emptied by the patch: Kubernetes' pod validation under the subset's patch.
+    let (code, message) = with_target
+        .create(patched_spec(
+            json!({"spec": {"containers": [{"name": "app", "image": ""}]}}),
+        ))
+        .expect("denied");
+    assert_eq!(code, 422);
+    assert!(
+        message.contains("spec.subsets[0].patch.containers[0].image: Required value"),
+        "{message}"
+    );
+    // The same WorkloadSpread before the CloneSet exists: the patch checks are skipped.
+    assert_eq!(
+        Facts::default().create(patched_spec(
+            json!({"spec": {"containers": [{"name": "app", "image": ""}]}})
+        )),
+        None
+    );
+    // A valid patch (a label, an env merged into the container by name), with the claim's volume mounted.
+    assert_eq!(
+        with_target.create(patched_spec(json!({"metadata": {"labels": {"zone": "a"}},
+            "spec": {"containers": [{"name": "app", "env": [{"name": "ZONE", "value": "a"}]}]}}))),
+        None
+    );
+    // A patch Kubernetes' strategic merge refuses.
+    let (_, message) = with_target
+        .create(patched_spec(
+            json!({"spec": {"containers": {"name": "app"}}}),
+        ))
+        .expect("denied");
+    assert!(
+        message.contains("spec.subsets[0].patch: Invalid value:"),
+        "{message}"
+    );
+    assert!(message.contains("failed to merge patch"), "{message}");
+}
+
+#[test]
+fn the_template_target_is_a_built_in_kind_in_its_group() {
+    let object = |api_version: &str, kind: &str| json!({"spec": {"targetRef": {"apiVersion": api_version, "kind": kind, "name": "w"}}});
+    assert_eq!(
+        template_target(&object("apps.kruise.io/v1alpha1", "CloneSet")),
+        Some(("apps.kruise.io/v1alpha1", "CloneSet", "w".to_owned()))
+    );
+    assert_eq!(
+        template_target(&object("apps.kruise.io/v1beta1", "StatefulSet")),
+        Some(("apps/v1", "StatefulSet", "w".to_owned()))
+    );
+    assert_eq!(
+        template_target(&object("batch/v1", "Job")),
+        Some(("batch/v1", "Job", "w".to_owned()))
+    );
+    assert_eq!(template_target(&object("apps/v1", "CloneSet")), None);
+    assert_eq!(template_target(&object("example.com/v1", "Custom")), None);
+    assert_eq!(template_target(&json!({"spec": {}})), None);
+    assert_eq!(template_target(&json!("garbage")), None);
 }
