@@ -607,7 +607,7 @@ async fn adopt<'p>(
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(MATCHED_WORKLOADSPREAD_ANNOTATION))
             .and_then(Value::as_str)
-            .and_then(|t| serde_json::from_str::<status::Matched>(t).ok());
+            .and_then(kruise_webhooks::workloadspread::annotation::MatchedWorkloadSpread::parse);
         if fresh.is_some_and(|m| Some(m.name.as_str()) == ws.metadata.name.as_deref()) {
             continue;
         }

@@ -33,11 +33,20 @@ impl MatchedWorkloadSpread {
         if text.is_empty() {
             return None;
         }
-        let mut parsed: Self = serde_json::from_str(text).ok()?;
+        Self::read(text).ok()
+    }
+
+    /// Reads an annotation's value, saying why when it is not the annotation's JSON (the controller logs
+    /// it). An empty `uid` reads as none, as Go's `omitempty` writes it.
+    ///
+    /// # Errors
+    /// serde_json's message.
+    pub fn read(text: &str) -> Result<Self, String> {
+        let mut parsed: Self = serde_json::from_str(text).map_err(|e| e.to_string())?;
         if parsed.uid.as_deref() == Some("") {
             parsed.uid = None;
         }
-        Some(parsed)
+        Ok(parsed)
     }
 }
 

@@ -17,10 +17,10 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::annotation::MatchedWorkloadSpread;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use serde::Deserialize;
 
 use crate::api::pod::{SCHEDULED_CONDITION, SlimPod};
 use crate::api::workloadspread::{
@@ -49,31 +49,17 @@ pub const REASON_SUFFICIENT: &str = "Sufficient";
 /// No `maxReplicas`: as many as fit in an int32.
 const UNLIMITED: i32 = i32::MAX;
 
-/// The `apps.kruise.io/matched-workloadspread` annotation of a pod (§3).
-// shared with the admission annotation type once merged
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-pub struct Matched {
-    /// The WorkloadSpread.
-    #[serde(default)]
-    pub name: String,
-    /// The subset.
-    #[serde(default)]
-    pub subset: String,
-    /// The UID the webhook generated for a pod that had no name yet (the key of its creating record).
-    #[serde(default)]
-    pub uid: String,
-}
-
-/// The pod's matched-workloadspread annotation: `None` when absent or empty.
+/// The pod's matched-workloadspread annotation ([`MatchedWorkloadSpread`], §3): `None` when absent or
+/// empty.
 ///
 /// # Errors
 /// The annotation is not the JSON object of §3 (the caller logs it and treats the pod as not matched).
-pub fn matched(pod: &SlimPod) -> Option<Result<Matched, String>> {
+pub fn matched(pod: &SlimPod) -> Option<Result<MatchedWorkloadSpread, String>> {
     let text = pod
         .annotations
         .get(MATCHED_WORKLOADSPREAD_ANNOTATION)
         .filter(|t| !t.is_empty())?;
-    Some(serde_json::from_str(text).map_err(|e| e.to_string()))
+    Some(MatchedWorkloadSpread::read(text))
 }
 
 /// The WorkloadSpread a pod's annotation names, if it is readable.
@@ -87,14 +73,7 @@ pub fn is_active(pod: &SlimPod) -> bool {
     pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
 }
 
-/// Whether objects of `kind`, or owned by a controller of `owner_kind`, are versioned (§2.3: the fixed
-/// set `{deployment, replicaset}`).
-fn versioned(kind: &str, owner_kind: Option<&str>) -> bool {
-    let of = |k: &str| matches!(k.to_ascii_lowercase().as_str(), "deployment" | "replicaset");
-    of(kind) || owner_kind.is_some_and(of)
-}
-
-/// `version(pod)` (§2.3).
+/// `version(pod)` (§2.3), as the pod webhooks read it.
 pub fn pod_version(pod: &SlimPod) -> String {
     let owner = pod
         .metadata
@@ -103,16 +82,7 @@ pub fn pod_version(pod: &SlimPod) -> String {
         .flatten()
         .find(|r| r.controller == Some(true))
         .map(|r| r.kind.as_str());
-    if !versioned("Pod", owner) {
-        return VERSION_IGNORED.to_owned();
-    }
-    if let Some(hash) = pod.labels.get("pod-template-hash") {
-        return hash.to_owned();
-    }
-    if let Some(hash) = pod.labels.get("controller-revision-hash") {
-        return hash.rsplit('-').next().unwrap_or(hash).to_owned();
-    }
-    VERSION_IGNORED.to_owned()
+    super::workload::pod_version(owner, &|k: &str| pod.labels.get(k).map(str::to_owned))
 }
 
 /// `version(workload)` of a ReplicaSet (§2.3): its `pod-template-hash` label, when it is versioned.
@@ -489,8 +459,7 @@ fn subset_status(
         let name = pod.metadata.name.clone().unwrap_or_default();
         let key = matched(pod)
             .and_then(Result::ok)
-            .map(|m| m.uid)
-            .filter(|u| !u.is_empty())
+            .and_then(|m| m.uid)
             .unwrap_or_else(|| name.clone());
         creating.remove(&key);
         if !is_active(pod) {
