@@ -727,38 +727,14 @@ impl Finder<'_> {
         namespace: &str,
         reference: Reference<'_>,
     ) -> Result<Option<Value>, FindError> {
-        let Some(group) = api_group(reference.api_version) else {
-            return Ok(None);
-        };
-        let (client, kinds) = match &self.workloads.lookup {
-            Lookup::Objects(cluster) => {
-                return Ok(
-                    object(cluster, namespace, group, reference.kind, reference.name).cloned(),
-                );
-            }
-            Lookup::Api { client, kinds, .. } => (client, kinds),
-        };
-        let version = reference
-            .api_version
-            .split_once('/')
-            .map_or(reference.api_version, |(_, v)| v);
-        let Some(info) = kind_info(client, kinds, group, version, reference.kind).await? else {
-            return Ok(None);
-        };
-        let api = if info.namespaced {
-            Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &info.resource)
-        } else {
-            Api::<DynamicObject>::all_with(client.clone(), &info.resource)
-        };
-        let found = api
-            .get_opt(reference.name)
+        self.workloads
+            .object(
+                namespace,
+                reference.api_version,
+                reference.kind,
+                reference.name,
+            )
             .await
-            .map_err(api_error(format!(
-                "reading {} {namespace}/{}",
-                reference.kind, reference.name
-            )))?;
-        // A DynamicObject is JSON already: encoding it back cannot fail.
-        Ok(found.map(|o| serde_json::to_value(o).unwrap_or_default()))
     }
 
     /// §4.3 step 1.
