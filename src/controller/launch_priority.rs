@@ -26,7 +26,7 @@ use serde_json::json;
 
 use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::launch_priority::barrier::{
-    Step, completed_patch, release_patch, step, wants_reconcile,
+    self, Step, completed_patch, release_patch, step, wants_reconcile,
 };
 use kruise_webhooks::launch_priority::barrier_name;
 
@@ -282,16 +282,20 @@ impl Reconciler for LaunchPriorityController {
     }
 
     fn triggers(&self) -> Triggers<SlimPod> {
-        // Each pod's own changes trigger it (Triggers::new); deletions and relists also reset the memory.
+        // A pod's change triggers it only while it may be gated (most pods never are); deletions and relists
+        // also reset the memory.
         let barriers = self.barriers.clone();
-        Triggers::new(&self.pods).watches_changes(&self.pods, move |change: &Change<SlimPod>| {
-            match change {
-                Change::Deleted(pod) => barriers.forget(pod),
-                Change::Relisted => barriers.lock().clear(),
-                Change::Applied(_) => {}
-            }
-            Vec::<ObjectRef<SlimPod>>::new()
-        })
+        Triggers::when(&self.pods, barrier::gated).watches_changes(
+            &self.pods,
+            move |change: &Change<SlimPod>| {
+                match change {
+                    Change::Deleted(pod) => barriers.forget(pod),
+                    Change::Relisted => barriers.lock().clear(),
+                    Change::Applied(_) => {}
+                }
+                Vec::<ObjectRef<SlimPod>>::new()
+            },
+        )
     }
 
     fn reconcile(
