@@ -47,7 +47,7 @@ use kruise_webhooks::podunavailablebudget::status::{UNKNOWN_REPLICAS, Workload};
 use kruise_webhooks::view::PodUnavailableBudgetView;
 
 use crate::cache::Cluster;
-use crate::cache::shared::{self, Publisher, Shared};
+use crate::cache::shared::{self, Change, Publisher, Shared};
 
 /// How long the related-pub step may spend resolving a pod's workload before it counts as unknown.
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -1414,5 +1414,33 @@ status: {selector: "game=gs"}
                 .replica_sets_of("default", &unselected)
                 .is_empty()
         );
+    }
+}
+
+/// What the controllers' workload triggers remember (PUB and WorkloadSpread status, §6.1 of each): the last
+/// `spec.replicas` seen per workload uid, so that only a creation, a deletion or a replicas change
+/// triggers; a relist forgets them.
+#[derive(Debug, Default)]
+pub struct ReplicasSeen(Mutex<std::collections::HashMap<String, Option<i32>>>);
+
+impl ReplicasSeen {
+    /// The workload of `change` when it is created, deleted or its replicas changed; `None` otherwise (an
+    /// update that left the replicas alone, a relist).
+    pub fn changed<'c>(&self, change: &'c Change<SlimWorkload>) -> Option<&'c Arc<SlimWorkload>> {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match change {
+            Change::Relisted => {
+                seen.clear();
+                None
+            }
+            Change::Applied(w) => {
+                let uid = w.metadata.uid.clone().unwrap_or_default();
+                (seen.insert(uid, w.replicas) != Some(w.replicas)).then_some(w)
+            }
+            Change::Deleted(w) => {
+                seen.remove(w.metadata.uid.as_deref().unwrap_or_default());
+                Some(w)
+            }
+        }
     }
 }

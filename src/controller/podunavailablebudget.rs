@@ -40,8 +40,8 @@
 //! minutes after its last reconcile. 3 reconciles at once; failures retried after 1 s doubling to 5 min.
 //! Events are recorded as `podunavailablebudget-controller`.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -615,28 +615,12 @@ fn workload_trigger(
     kind: WorkloadKind,
 ) -> impl Fn(&Change<SlimWorkload>) -> Vec<ObjectRef<PodUnavailableBudget>> + Send + Sync + 'static
 {
-    let seen: Mutex<HashMap<String, Option<i32>>> = Mutex::default();
+    let seen = crate::workload::ReplicasSeen::default();
     let inputs = inputs.clone();
     move |change| {
-        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
-        let workload = match change {
-            Change::Relisted => {
-                seen.clear();
-                return Vec::new();
-            }
-            Change::Applied(w) => {
-                let uid = w.metadata.uid.clone().unwrap_or_default();
-                if seen.insert(uid, w.replicas) == Some(w.replicas) {
-                    return Vec::new();
-                }
-                w
-            }
-            Change::Deleted(w) => {
-                seen.remove(w.metadata.uid.as_deref().unwrap_or_default());
-                w
-            }
+        let Some(workload) = seen.changed(change) else {
+            return Vec::new();
         };
-        drop(seen);
         let Some(namespace) = workload.metadata.namespace.as_deref() else {
             return Vec::new();
         };

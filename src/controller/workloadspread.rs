@@ -966,28 +966,12 @@ fn workload_trigger(
     inputs: &Inputs,
     kind: WorkloadKind,
 ) -> impl Fn(&Change<SlimWorkload>) -> Vec<ObjectRef<WorkloadSpread>> + Send + Sync + 'static {
-    let seen: Mutex<HashMap<String, Option<i32>>> = Mutex::default();
+    let seen = crate::workload::ReplicasSeen::default();
     let inputs = inputs.clone();
     move |change| {
-        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
-        let workload = match change {
-            Change::Relisted => {
-                seen.clear();
-                return Vec::new();
-            }
-            Change::Applied(w) => {
-                let uid = w.metadata.uid.clone().unwrap_or_default();
-                if seen.insert(uid, w.replicas) == Some(w.replicas) {
-                    return Vec::new();
-                }
-                w
-            }
-            Change::Deleted(w) => {
-                seen.remove(w.metadata.uid.as_deref().unwrap_or_default());
-                w
-            }
+        let Some(workload) = seen.changed(change) else {
+            return Vec::new();
         };
-        drop(seen);
         let Some(namespace) = workload.metadata.namespace.as_deref() else {
             return Vec::new();
         };
