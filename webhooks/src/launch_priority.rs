@@ -62,14 +62,6 @@ pub fn atoi(value: &str) -> Result<i64, String> {
     })
 }
 
-/// The env entries of a container tree.
-fn env_of(container: &Value) -> &[Value] {
-    container
-        .get("env")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
 /// A container's priority from its env entries, each read as (`name`, literal `value`) (`getPriority`):
 /// every `KRUISE_CONTAINER_PRIORITY` is parsed (`valueFrom` alone reads as `""`), the last one stands; 0
 /// without any.
@@ -99,14 +91,6 @@ pub fn env_priority(env: &[Value]) -> Result<i64, String> {
             e.get("value").and_then(Value::as_str).unwrap_or(""),
         )
     }))
-}
-
-/// [`env_priority`] of a container tree.
-///
-/// # Errors
-/// As [`env_priority`].
-pub fn container_priority(container: &Value) -> Result<i64, String> {
-    env_priority(env_of(container))
 }
 
 /// The priorities to give `count` containers (§3.2 steps 1-4), `None` when the pod is left alone;
@@ -235,51 +219,4 @@ pub fn append_env(container: &mut Value, entry: Value) {
             }
         }
     }
-}
-
-/// What step 4 does to container trees (tests, `review`-like callers): the name to set and the containers
-/// with their barrier env appended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Launch {
-    /// The pod name to set (`generateName` pods), `None` to keep it.
-    pub name: Option<String>,
-    /// The containers with their barrier env appended, in order.
-    pub containers: Vec<Value>,
-}
-
-/// [`plan`] on container trees, applied to them.
-///
-/// # Errors
-/// As [`plan`].
-pub fn mutate(
-    containers: Vec<Value>,
-    name: &str,
-    generate_name: &str,
-    annotation: Option<&str>,
-    draw: f64,
-) -> Result<Option<Launch>, String> {
-    let read = |i: usize| env_priority(env_of(&containers[i]));
-    let Some(plan) = plan(
-        containers.len(),
-        read,
-        name,
-        generate_name,
-        annotation,
-        draw,
-    )?
-    else {
-        return Ok(None);
-    };
-    let containers = containers
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut c)| {
-            append_env(&mut c, plan.barrier_env(i));
-            c
-        })
-        .collect();
-    Ok(Some(Launch {
-        name: plan.name,
-        containers,
-    }))
 }

@@ -9,6 +9,66 @@ use super::barrier::{Step, container_priority, next_priorities, step, wants_reco
 use super::*;
 use crate::api::pod::SlimPod;
 
+// Step 4 on container trees: what the chain does to each container, as the scenarios state it. The chain
+// itself (`crate::pod`) splices the env into the request's text; `pod::tests` checks it end to end.
+
+/// The env entries of a container tree.
+fn env_of(container: &Value) -> &[Value] {
+    container
+        .get("env")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// [`env_priority`] of a container tree.
+fn tree_priority(container: &Value) -> Result<i64, String> {
+    env_priority(env_of(container))
+}
+
+/// What step 4 does to container trees: the name to set and the containers with their barrier env appended.
+#[derive(Debug, Clone, PartialEq)]
+struct Launch {
+    /// The pod name to set (`generateName` pods), `None` to keep it.
+    name: Option<String>,
+    /// The containers with their barrier env appended, in order.
+    containers: Vec<Value>,
+}
+
+/// [`plan`] on container trees, applied to them.
+///
+fn mutate(
+    containers: Vec<Value>,
+    name: &str,
+    generate_name: &str,
+    annotation: Option<&str>,
+    draw: f64,
+) -> Result<Option<Launch>, String> {
+    let read = |i: usize| env_priority(env_of(&containers[i]));
+    let Some(plan) = plan(
+        containers.len(),
+        read,
+        name,
+        generate_name,
+        annotation,
+        draw,
+    )?
+    else {
+        return Ok(None);
+    };
+    let containers = containers
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut c)| {
+            append_env(&mut c, plan.barrier_env(i));
+            c
+        })
+        .collect();
+    Ok(Some(Launch {
+        name: plan.name,
+        containers,
+    }))
+}
+
 fn c(name: &str, priority: Option<&str>) -> Value {
     match priority {
         Some(p) => json!({"name": name, "env": [{"name": PRIORITY_ENV, "value": p}]}),
@@ -75,7 +135,7 @@ fn the_last_priority_env_wins_and_each_one_is_parsed() {
 }
 
 fn container_priority_of(c: &Value) -> Result<i64, String> {
-    super::container_priority(c)
+    tree_priority(c)
 }
 
 #[test]

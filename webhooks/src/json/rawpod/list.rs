@@ -448,7 +448,7 @@ impl<'a> RawList<'a> {
     }
 
     /// The list as the steps so far left it (as received when none set it); `None` when absent.
-    pub fn current(&self) -> Option<Value> {
+    pub(super) fn current(&self) -> Option<Value> {
         match (&self.result, self.presence) {
             (Some(items), _) => Some(Value::Array(
                 items.iter().map(|i| self.value_of(i)).collect(),
