@@ -12,6 +12,7 @@
 //! when the pod is deleted or completed. A relist or a new leadership term starts from an empty memory, so
 //! each pending pod's ConfigMap is read once then.
 
+use super::is_code;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,10 +46,6 @@ pub struct BarrierError {
 
 fn failed(action: String) -> impl FnOnce(kube::Error) -> BarrierError {
     move |source| BarrierError { action, source }
-}
-
-fn is_code(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
 /// The keys each pod's barrier ConfigMap is known to hold, by pod `namespace/name/uid` (a pod recreated

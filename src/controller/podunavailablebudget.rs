@@ -40,6 +40,7 @@
 //! minutes after its last reconcile. 3 reconciles at once; failures retried after 1 s doubling to 5 min.
 //! Events are recorded as `podunavailablebudget-controller`.
 
+use super::is_code;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -245,10 +246,6 @@ pub struct Reconciled {
     pub status_written: bool,
     /// When to reconcile again (the earliest kept entry's expiry).
     pub requeue_after: Option<Duration>,
-}
-
-fn is_code(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
 /// A short jittered pause before re-reading after a conflict (tens of milliseconds, DECISIONS 10).

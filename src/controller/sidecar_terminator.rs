@@ -36,6 +36,7 @@
 //! (`--sidecarterminator-workers`' default); failures retried after 1 s doubling to 5 min. Events are
 //! recorded as `sidecarterminator-controller`.
 
+use super::is_code;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -215,10 +216,6 @@ pub struct Reconciled {
     pub done: Vec<Action>,
     /// When to reconcile again without a change (a finished CRR waiting for its retry).
     pub requeue_after: Option<Duration>,
-}
-
-fn is_code(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
 /// Reconciles pod `namespace/name` at `now` (see the module docs).

@@ -29,6 +29,7 @@
 //! After the status, [`upgrade`] rolls the SidecarSet's sidecars out to the running pods in place (§9
 //! "In-place update", §6.2 hot-upgrade flips): [`reconcile_and_upgrade`].
 
+use super::is_code;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -207,10 +208,6 @@ pub struct Reconciled {
 fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileError {
     let action = action.into();
     move |source| ReconcileError::Api { action, source }
-}
-
-fn is_code(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
 /// POSTs the revision with its `data` byte for byte.

@@ -44,6 +44,7 @@
 //! minutes after its last reconcile. 3 reconciles at once (`--workloadspread-workers`); failures retried
 //! after 1 s doubling to 5 min.
 
+use super::is_code;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -272,10 +273,6 @@ pub struct Reconciled {
     pub pods_deleted: usize,
     /// When to reconcile again.
     pub requeue_after: Option<Duration>,
-}
-
-fn is_code(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
 /// The workload's pods and replicas (§6.2 step 1), before the target filter.

@@ -8,6 +8,7 @@
 //! A PUT the PodUnavailableBudget gate refuses (403 from our `/validate-pod`) ends the round: it is retried
 //! after [`BUDGET_RETRY`] (or at the next pod change), never forced.
 
+use crate::controller::is_code;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -153,10 +154,6 @@ pub struct Upgraded {
 
 fn pod_path(namespace: &str, name: &str) -> String {
     format!("/api/v1/namespaces/{namespace}/pods/{name}")
-}
-
-fn is_code(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
 fn pod_reference(pod: &SlimPod) -> ObjectReference {
