@@ -269,6 +269,11 @@ impl StandIn {
         state
             .subscribers
             .retain(|(c, tx)| *c != collection || tx.unbounded_send(object.clone()).is_ok());
+        Self::announce(state, collection, rv, event, object);
+    }
+
+    /// Records the watch event of a write at `rv` and sends it to the collection's watchers.
+    fn announce(state: &mut State, collection: &'static str, rv: u64, event: &str, object: &Value) {
         let line = Bytes::from(format!(r#"{{"type":"{event}","object":{object}}}"#) + "\n");
         state.events.push((collection, rv, line.clone()));
         state
@@ -671,11 +676,7 @@ impl StandIn {
         state.resource_version += 1;
         let rv = state.resource_version;
         object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        let line = Bytes::from(format!(r#"{{"type":"DELETED","object":{object}}}"#) + "\n");
-        state.events.push((collection, rv, line.clone()));
-        state
-            .watchers
-            .retain(|(c, tx)| *c != collection || tx.unbounded_send(line.clone()).is_ok());
+        Self::announce(&mut state, collection, rv, "DELETED", &object);
         respond(StatusCode::OK, object.to_string())
     }
 }
