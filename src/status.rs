@@ -12,19 +12,39 @@
 //! at DELETE, as OpenKruise answers its errors there). Therefore no replica ever allows more disruptions
 //! than the budget it read from the API server, nor places more pods in a subset than its `maxReplicas`.
 //!
-//! Within a replica the writes of one object are serialised by a lock per object, and each decision reads
-//! the newest copy this replica knows ([`crate::cache`] keeps the object each write returned until the
-//! informer catches up), so a replica never conflicts with itself: conflicts only come from other writers.
+//! Within a replica the records of one object are written in groups. Requests that arrive while a write of
+//! the object is in flight decide one after the other on the object as the next write will carry it (the
+//! newest copy this replica knows, with the records gathered so far laid over it: [`crate::cache`]), and go
+//! out together in one PUT once the write in flight has returned; everyone in the group learns the one
+//! outcome. A group gathered on top of the write in flight carries that write's object: when it succeeds
+//! the group takes the resourceVersion the API server answered (the object is then exactly what is stored
+//! plus the group's records); when it fails the group is not written and its members decide again on what
+//! the API server has. A decision that needs no write but was taken on records not yet written (the same
+//! pod, sent again by the API server while its first record is in flight) stands only if the object as
+//! written agrees; otherwise it waits for those records' outcome and decides again. So a replica never
+//! conflicts with itself, conflicts only come from other writers, nothing is allowed on a record that was
+//! not written, and a burst of N creates costs a handful of writes instead of N one after the other. The
+//! PUT of a
+//! group runs on a task of its own, so a request that goes away (its client hung up, its time ran out) never
+//! leaves the others waiting; its record may still be written, which only keeps a place or a budget until
+//! the status controller clears it, as OpenKruise's records of pods that were never created do.
 //!
 //! A verdict may carry two intents (a pod deletion recorded in its WorkloadSpread, then spending its PUB):
-//! they are committed one object at a time, in order, each after deciding again under that object's lock;
+//! they are committed one object at a time, in order, each after deciding again on that object's group;
 //! the record already written is then in the newest copy, so the new decision does not ask for it again.
 //!
 //! Without an API server (`--objects`, `review`) intents are not performed: the verdict stands as decided.
 
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::{Metadata, NamespaceResourceScope};
 use kube::api::{Api, PostParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use kruise_webhooks::api::podunavailablebudget::PodUnavailableBudget;
@@ -32,6 +52,7 @@ use kruise_webhooks::api::workloadspread::WorkloadSpread;
 use kruise_webhooks::verdict::{BudgetSpend, Denial, SpreadRecord, StatusIntent};
 use kruise_webhooks::{Verdict, WebhookError};
 
+use crate::cache::budgets::{Copies, deciding_on};
 use crate::cache::{Cluster, LiveCache};
 use crate::metrics::Metrics;
 
@@ -70,13 +91,6 @@ impl Target {
     fn key(&self) -> &(String, String) {
         match self {
             Self::Budget(key) | Self::Spread(key, _) => key,
-        }
-    }
-
-    fn lock(&self, cache: &LiveCache) -> std::sync::Arc<tokio::sync::Mutex<()>> {
-        match self {
-            Self::Budget(key) => cache.budget_copies().lock(key),
-            Self::Spread(key, _) => cache.spread_copies().lock(key),
         }
     }
 
@@ -124,54 +138,6 @@ impl Target {
         }
     }
 
-    /// Writes the intent; the object written is kept as the newest copy.
-    async fn write(&self, cache: &LiveCache, intent: &StatusIntent) -> Result<(), kube::Error> {
-        match intent {
-            StatusIntent::BudgetSpend(spend) => {
-                let api = Api::namespaced(cache.client().clone(), &self.key().0);
-                let written = write_budget(&api, spend).await?;
-                cache.budget_copies().remember(written);
-            }
-            StatusIntent::SpreadRecord(record) => {
-                let api = Api::namespaced(cache.client().clone(), &self.key().0);
-                let written = write_spread(&api, record).await?;
-                cache.spread_copies().remember(written);
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads the object again from the API server into the copies; `false` when it is gone.
-    async fn reread(&self, cache: &LiveCache) -> Result<bool, kube::Error> {
-        let (namespace, name) = self.key();
-        match self {
-            Self::Budget(_) => {
-                let api: Api<PodUnavailableBudget> =
-                    Api::namespaced(cache.client().clone(), namespace);
-                Ok(match api.get_opt(name).await? {
-                    Some(fresh) => {
-                        cache.budget_copies().remember(fresh);
-                        true
-                    }
-                    None => false,
-                })
-            }
-            Self::Spread(..) => {
-                let api: Api<WorkloadSpread> = Api::namespaced(cache.client().clone(), namespace);
-                Ok(match api.get_opt(name).await? {
-                    Some(fresh) => {
-                        cache.spread_copies().remember(fresh);
-                        true
-                    }
-                    None => {
-                        cache.spread_copies().forget(self.key());
-                        false
-                    }
-                })
-            }
-        }
-    }
-
     /// The verdict once the object is gone: a PUB that went away protects nothing any more (DECISIONS 7),
     /// its warnings go too; a WorkloadSpread that went away records nothing (spec/workloadspread.md §5.7).
     fn gone(&self, mut verdict: Verdict) -> Verdict {
@@ -193,8 +159,8 @@ fn backoff(attempt: usize) -> Duration {
 }
 
 /// Commits the intents of `verdict`. `decide` runs the pure decision again on the cluster as it is then
-/// (this replica's newest copy of each object included); it is called under each object's lock, and after
-/// each conflict on the re-read object.
+/// (this replica's newest copy of each object included, with the records gathered for its next write); it
+/// is called once per object before the record joins a group, and again after each conflict.
 ///
 /// # Errors
 /// What `decide` returns.
@@ -213,10 +179,15 @@ pub async fn commit(
         let Some(target) = verdict.intents.first().map(Target::of) else {
             return Ok(verdict);
         };
-        let lock = target.lock(cache);
         let committed = tokio::time::timeout_at(deadline, async {
-            let _held = lock.lock().await;
-            commit_one(cache, metrics, &target, &decide).await
+            match &target {
+                Target::Budget(_) => {
+                    commit_one::<PodUnavailableBudget>(cache, metrics, &target, &decide).await
+                }
+                Target::Spread(..) => {
+                    commit_one::<WorkloadSpread>(cache, metrics, &target, &decide).await
+                }
+            }
         })
         .await;
         verdict = match committed {
@@ -239,86 +210,306 @@ pub async fn commit(
     }
 }
 
-/// Commits the intent of one object, under its lock: the verdict without it once written.
-async fn commit_one(
+/// An object whose status records are written in groups.
+trait Recorded:
+    k8s_openapi::Resource<Scope = NamespaceResourceScope>
+    + Metadata<Ty = ObjectMeta>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// This replica's copies and groups of the kind.
+    fn copies(cache: &LiveCache) -> &Copies<Self>;
+    /// The object an intent writes, if the intent is of this kind.
+    fn written_by(intent: StatusIntent) -> Option<Self>;
+    /// Names the kind a status PUT names, at the stored version (whatever the copy read says).
+    fn name_kind(&mut self);
+}
+
+impl Recorded for PodUnavailableBudget {
+    fn copies(cache: &LiveCache) -> &Copies<Self> {
+        cache.budget_copies()
+    }
+    fn written_by(intent: StatusIntent) -> Option<Self> {
+        match intent {
+            StatusIntent::BudgetSpend(BudgetSpend { budget, .. }) => Some(budget),
+            StatusIntent::SpreadRecord(_) => None,
+        }
+    }
+    fn name_kind(&mut self) {
+        "policy.kruise.io/v1beta1".clone_into(&mut self.api_version);
+        "PodUnavailableBudget".clone_into(&mut self.kind);
+    }
+}
+
+impl Recorded for WorkloadSpread {
+    fn copies(cache: &LiveCache) -> &Copies<Self> {
+        cache.spread_copies()
+    }
+    fn written_by(intent: StatusIntent) -> Option<Self> {
+        match intent {
+            StatusIntent::SpreadRecord(SpreadRecord { spread, .. }) => Some(spread),
+            StatusIntent::BudgetSpend(_) => None,
+        }
+    }
+    fn name_kind(&mut self) {
+        "apps.kruise.io/v1beta1".clone_into(&mut self.api_version);
+        "WorkloadSpread".clone_into(&mut self.kind);
+    }
+}
+
+/// One object's writes on this replica: the lock a write holds (the PUB status controller writes under it
+/// too), and the records being gathered for the next write.
+pub struct Group<K> {
+    writer: Arc<tokio::sync::Mutex<()>>,
+    gathering: Mutex<Gathering<K>>,
+}
+
+impl<K> Default for Group<K> {
+    fn default() -> Self {
+        Self {
+            writer: Arc::default(),
+            gathering: Mutex::new(Gathering {
+                open: None,
+                in_flight: None,
+                last: None,
+                conflicts: 0,
+            }),
+        }
+    }
+}
+
+impl<K> Group<K> {
+    /// The lock of the object's writes.
+    pub fn writer(&self) -> Arc<tokio::sync::Mutex<()>> {
+        self.writer.clone()
+    }
+
+    fn gathering(&self) -> MutexGuard<'_, Gathering<K>> {
+        self.gathering.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+struct Gathering<K> {
+    /// The records gathered for the next write.
+    open: Option<Batch<K>>,
+    /// The object of the write in flight, as sent, and where its outcome is told.
+    in_flight: Option<(Arc<K>, watch::Receiver<Option<Outcome>>)>,
+    /// The last write that succeeded: the resourceVersion sent and the one answered (`None` after a write
+    /// that failed).
+    last: Option<(Option<String>, Option<String>)>,
+    /// The writes that failed since the last one that succeeded (the pause after a conflict grows with it).
+    conflicts: usize,
+}
+
+/// The records gathered for one write.
+struct Batch<K> {
+    /// The object with every record gathered.
+    object: Arc<K>,
+    /// Gathered on top of the write in flight, whose outcome decides whether this one may be written.
+    on_in_flight: bool,
+    /// Where the members learn the outcome.
+    outcome: watch::Sender<Option<Outcome>>,
+}
+
+/// What became of a group's write.
+#[derive(Debug, Clone)]
+enum Outcome {
+    Written,
+    /// Someone else wrote the object first (the API server's text); the fresh object is in the copies.
+    Conflict(String),
+    /// The write the group was gathered on top of failed: decide again.
+    Again,
+    /// The object is gone.
+    Gone,
+    /// The write failed otherwise (why).
+    Failed(String),
+}
+
+/// Commits the record of one object: the verdict without it once written.
+async fn commit_one<K: Recorded>(
     cache: &LiveCache,
     metrics: &Metrics,
     target: &Target,
     decide: &impl Fn() -> Result<Verdict, WebhookError>,
 ) -> Result<Verdict, WebhookError> {
-    // Decided again under the lock: a write of this replica may have moved the object while this one waited.
-    let mut verdict = decide()?;
+    let group = K::copies(cache).group(target.key());
     let mut conflict = String::new();
-    for attempt in 1..=ATTEMPTS {
-        let Some(at) = verdict.intents.iter().position(|i| target.is(i)) else {
-            return Ok(verdict);
+    let mut conflicts = 0;
+    // Writes after a predecessor's failure are not this request's attempts, but the deadline bounds them.
+    loop {
+        let (verdict, mut outcome) = {
+            let mut gathering = group.gathering();
+            let (laid, laid_outcome) = match (&gathering.open, &gathering.in_flight) {
+                (Some(batch), _) => (Some(batch.object.clone()), Some(batch.outcome.subscribe())),
+                (None, Some((object, outcome))) => (Some(object.clone()), Some(outcome.clone())),
+                (None, None) => (None, None),
+            };
+            // Decided on the object as the next write will carry it.
+            let mut verdict = deciding_on(target.key(), laid, decide)?;
+            match verdict.intents.iter().position(|i| target.is(i)) {
+                None => {
+                    let Some(laid_outcome) = laid_outcome else {
+                        return Ok(verdict);
+                    };
+                    // Nothing to write, on records not written yet (this pod's own, from an earlier try, may
+                    // be among them): that stands only once the object as written agrees.
+                    let written = decide()?;
+                    if !written.intents.iter().any(|i| target.is(i)) {
+                        return Ok(written);
+                    }
+                    (None, laid_outcome)
+                }
+                Some(_) if conflicts == ATTEMPTS => return Ok(target.conflicted(conflict)),
+                Some(at) => {
+                    let Some(object) = K::written_by(verdict.intents.remove(at)) else {
+                        return Ok(target.unrecorded("the record is not of the object's kind"));
+                    };
+                    let object = Arc::new(object);
+                    let outcome = match &mut gathering.open {
+                        Some(batch) => {
+                            batch.object = object;
+                            batch.outcome.subscribe()
+                        }
+                        None => {
+                            let (tx, rx) = watch::channel(None);
+                            gathering.open = Some(Batch {
+                                object,
+                                on_in_flight: gathering.in_flight.is_some(),
+                                outcome: tx,
+                            });
+                            tokio::spawn(write_group::<K>(
+                                cache.clone(),
+                                metrics.clone(),
+                                target.clone(),
+                                group.clone(),
+                            ));
+                            rx
+                        }
+                    };
+                    (Some(verdict), outcome)
+                }
+            }
         };
-        match target.write(cache, &verdict.intents[at]).await {
-            Ok(()) => {
-                target.record_write(metrics, "written");
-                tracing::debug!(object = %format!("{}/{}", target.key().0, target.key().1), attempt, "status recorded");
-                verdict.intents.remove(at);
-                return Ok(verdict);
+        let outcome = match outcome.wait_for(Option::is_some).await {
+            Ok(outcome) => outcome.clone().unwrap_or(Outcome::Again),
+            Err(_) => Outcome::Failed("the status writer stopped".into()),
+        };
+        // Waited for the records it decided on: decide again, whatever became of them.
+        let Some(verdict) = verdict else {
+            continue;
+        };
+        match outcome {
+            Outcome::Written => return Ok(verdict),
+            Outcome::Conflict(text) => {
+                conflicts += 1;
+                conflict = text;
             }
-            Err(kube::Error::Api(e)) if e.code == 409 => {
-                target.record_write(metrics, "conflict");
-                conflict = e.message;
-            }
-            Err(kube::Error::Api(e)) if e.code == 404 => {
-                target.record_write(metrics, "not_found");
-                return Ok(target.gone(verdict));
-            }
-            Err(e) => {
-                target.record_write(metrics, "error");
-                tracing::warn!(object = %format!("{}/{}", target.key().0, target.key().1), error = %e, "status record not written");
-                return Ok(target.unrecorded(&e.to_string()));
-            }
+            Outcome::Again => {}
+            Outcome::Gone => return Ok(target.gone(verdict)),
+            Outcome::Failed(why) => return Ok(target.unrecorded(&why)),
         }
-        tokio::time::sleep(backoff(attempt)).await;
-        match target.reread(cache).await {
-            Ok(true) => {}
-            Ok(false) => return Ok(target.gone(verdict)),
-            Err(e) => return Ok(target.unrecorded(&e.to_string())),
-        }
-        verdict = decide()?;
     }
-    // The last decision, on the object read after the last conflict, may need no write (the budget is now
-    // spent, the pod recorded, no room left): it stands. Otherwise the record could not be written.
-    if !verdict.intents.iter().any(|i| target.is(i)) {
-        return Ok(verdict);
-    }
-    Ok(target.conflicted(conflict))
 }
 
-async fn write_budget(
-    api: &Api<PodUnavailableBudget>,
-    spend: &BudgetSpend,
-) -> Result<PodUnavailableBudget, kube::Error> {
-    let name = spend.budget.metadata.name.clone().unwrap_or_default();
-    if spend.budget.api_version.is_empty() || spend.budget.kind.is_empty() {
-        // A PUT names its kind; an object from a typed read always has it, this one is filled in.
-        let mut budget = spend.budget.clone();
-        budget.api_version = "policy.kruise.io/v1beta1".into();
-        budget.kind = "PodUnavailableBudget".into();
-        return api
-            .replace_status(&name, &PostParams::default(), &budget)
-            .await;
+/// Writes the group gathered for one object, once the write before it has returned, and tells its members.
+async fn write_group<K: Recorded>(
+    cache: LiveCache,
+    metrics: Metrics,
+    target: Target,
+    group: Arc<Group<K>>,
+) {
+    let writer = group.writer();
+    let _held = writer.lock().await;
+    let (object, outcome, conflicts) = {
+        let mut gathering = group.gathering();
+        let Some(batch) = gathering.open.take() else {
+            return;
+        };
+        let mut object = batch.object;
+        let rebased = if batch.on_in_flight {
+            // Gathered on the write before: that write's answer is the object this one builds on.
+            let sent = object.metadata().resource_version.clone();
+            match &gathering.last {
+                Some((was, answered)) if *was == sent => Some(answered.clone()),
+                _ => {
+                    batch.outcome.send_replace(Some(Outcome::Again));
+                    return;
+                }
+            }
+        } else {
+            None
+        };
+        {
+            let object = Arc::make_mut(&mut object);
+            if let Some(answered) = rebased {
+                object.metadata_mut().resource_version = answered;
+            }
+            object.name_kind();
+        }
+        gathering.in_flight = Some((object.clone(), batch.outcome.subscribe()));
+        (object, batch.outcome, gathering.conflicts)
+    };
+    let sent = object.metadata().resource_version.clone();
+    let (namespace, name) = target.key();
+    let api: Api<K> = Api::namespaced(cache.client().clone(), namespace);
+    let written = api
+        .replace_status(name, &PostParams::default(), &*object)
+        .await;
+    let (result, answered) = match written {
+        Ok(written) => {
+            target.record_write(&metrics, "written");
+            tracing::debug!(object = %format!("{namespace}/{name}"), "status recorded");
+            let answered = written.metadata().resource_version.clone();
+            K::copies(&cache).remember(written);
+            (Outcome::Written, Some(answered))
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            target.record_write(&metrics, "conflict");
+            // Someone else wrote it: the members decide again on the object read now.
+            tokio::time::sleep(backoff(conflicts + 1)).await;
+            let outcome = match api.get_opt(name).await {
+                Ok(Some(fresh)) => {
+                    K::copies(&cache).remember(fresh);
+                    Outcome::Conflict(e.message)
+                }
+                Ok(None) => {
+                    K::copies(&cache).forget(target.key());
+                    Outcome::Gone
+                }
+                Err(e) => Outcome::Failed(e.to_string()),
+            };
+            (outcome, None)
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => {
+            target.record_write(&metrics, "not_found");
+            K::copies(&cache).forget(target.key());
+            (Outcome::Gone, None)
+        }
+        Err(e) => {
+            target.record_write(&metrics, "error");
+            tracing::warn!(object = %format!("{namespace}/{name}"), error = %e, "status record not written");
+            (Outcome::Failed(e.to_string()), None)
+        }
+    };
+    {
+        let mut gathering = group.gathering();
+        gathering.in_flight = None;
+        if answered.is_none() {
+            // The records gathered on top of this write carry its records, not written: nobody may decide on
+            // them any more.
+            if let Some(doomed) = gathering.open.take_if(|b| b.on_in_flight) {
+                doomed.outcome.send_replace(Some(Outcome::Again));
+            }
+        }
+        gathering.conflicts = if answered.is_some() { 0 } else { conflicts + 1 };
+        gathering.last = answered.map(|answered| (sent, answered));
     }
-    api.replace_status(&name, &PostParams::default(), &spend.budget)
-        .await
-}
-
-async fn write_spread(
-    api: &Api<WorkloadSpread>,
-    record: &SpreadRecord,
-) -> Result<WorkloadSpread, kube::Error> {
-    let name = record.spread.metadata.name.clone().unwrap_or_default();
-    // The stored version, whatever the copy read says: the status is written at v1beta1 (the hub).
-    let mut spread = record.spread.clone();
-    spread.api_version = "apps.kruise.io/v1beta1".into();
-    spread.kind = "WorkloadSpread".into();
-    api.replace_status(&name, &PostParams::default(), &spread)
-        .await
+    outcome.send_replace(Some(result));
 }
 
 #[cfg(test)]

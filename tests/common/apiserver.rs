@@ -106,6 +106,10 @@ struct State {
     /// Share of status writes answered 500 (0 to 1), drawn from `draws`.
     failure_rate: f64,
     draws: u64,
+    /// Status writes still to be refused with 500 (before any other check).
+    failures: usize,
+    /// How long each status write takes before it is looked at.
+    status_write_delay: std::time::Duration,
     /// Status writes still to be refused with 409 (after bumping the object's resourceVersion, as a
     /// concurrent writer would).
     conflicts: usize,
@@ -296,6 +300,16 @@ impl StandIn {
         self.lock().failure_rate = rate;
     }
 
+    /// Refuses the next `n` status writes with 500, storing nothing.
+    pub fn fail_next_status_writes(&self, n: usize) {
+        self.lock().failures = n;
+    }
+
+    /// Makes every status write take `delay` before it is looked at (writes overlap as they would in flight).
+    pub fn delay_status_writes(&self, delay: std::time::Duration) {
+        self.lock().status_write_delay = delay;
+    }
+
     /// Refuses the next `n` status writes with 409, each after a write of its own (the resourceVersion
     /// moves, the content stays), as when another replica or the controller wrote in between.
     pub fn conflict_next_status_writes(&self, n: usize) {
@@ -350,6 +364,10 @@ impl StandIn {
                 }
             }
             (&Method::PUT, Some(name), Some("status")) => {
+                let delay = self.lock().status_write_delay;
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
                 self.replace_status(collection, namespace.unwrap_or_default(), name, &body)
             }
             (&Method::POST, None, None) => self.create(collection, namespace, &body),
@@ -468,6 +486,15 @@ impl StandIn {
             "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
             resource_of(collection)
         );
+        if state.failures > 0 {
+            state.failures -= 1;
+            record(&mut state, 500);
+            return failure(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalError",
+                "etcdserver: request timed out",
+            );
+        }
         if state.conflicts > 0 {
             state.conflicts -= 1;
             // Someone else wrote: same content, a new resourceVersion.
