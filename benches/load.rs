@@ -6,6 +6,10 @@
 //!
 //! `cargo bench --bench load` (env: LOAD_CONNECTIONS=32, LOAD_SECONDS=5 measured per server, LOAD_ROUNDS=5
 //! alternating rounds, LOAD_REQUEST=<AdmissionReview file>, LOAD_PATH=<webhook path>, LOAD_NOOP_SPIN_US=0).
+//! `LOAD_MIX=examples/requests/mix.txt` replaces the one request by a mix: lines of `<path> <file>`, cycled
+//! by every connection from its own offset (pod creates matched by SidecarSets and a WorkloadSpread,
+//! evictions under a PUB, deletions of protected objects). The no-op then answers each request with our
+//! answer to that request, picked by a header that our server ignores.
 //! Besides rates and latencies it prints the process's CPU time per request for each server (read from
 //! /proc; the client is in both), their difference (what our handler costs under load), and the share of
 //! the machine's CPU time the hypervisor stole meanwhile. With LOAD_NOOP_SPIN_US the no-op handler busies
@@ -139,10 +143,13 @@ impl Connection {
     }
 }
 
-/// The request as written on the wire: head and body.
-fn wire_request(path: &str, body: &[u8]) -> Vec<u8> {
+/// The header that tells the no-op handler which answer of the mix to give.
+const MIX_HEADER: &str = "x-load-mix";
+
+/// The `index`-th request of the mix as written on the wire: head and body.
+fn wire_request(path: &str, body: &[u8], index: usize) -> Vec<u8> {
     let mut request = format!(
-        "POST {path}?timeout=10s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: kube-apiserver-admission\r\nAccept: application/json, */*\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST {path}?timeout=10s HTTP/1.1\r\nHost: localhost\r\nUser-Agent: kube-apiserver-admission\r\nAccept: application/json, */*\r\nContent-Type: application/json\r\n{MIX_HEADER}: {index}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .into_bytes();
@@ -153,7 +160,7 @@ fn wire_request(path: &str, body: &[u8]) -> Vec<u8> {
 /// Drives `connections` connections for `warmup` then `duration`, measuring the latter.
 async fn drive(
     port: u16,
-    request: Arc<Vec<u8>>,
+    requests: Arc<Vec<Vec<u8>>>,
     tls: Arc<rustls::ClientConfig>,
     connections: usize,
     (warmup, duration): (Duration, Duration),
@@ -175,17 +182,20 @@ async fn drive(
             .map(|(b, a)| (a.0.saturating_sub(b.0), a.1.saturating_sub(b.1)));
         (cpu, steal)
     });
-    for _ in 0..connections {
-        let (tls, request) = (tls.clone(), request.clone());
+    for offset in 0..connections {
+        let (tls, requests) = (tls.clone(), requests.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::with_capacity(4096);
             let mut errors = 0usize;
             let mut connection = None;
+            let mut next = offset;
             loop {
                 let sent = Instant::now();
                 if sent >= end {
                     break;
                 }
+                let request = &requests[next % requests.len()];
+                next += 1;
                 // A failed exchange drops its connection; the next request opens a new one.
                 let ok = match connection.take() {
                     Some(c) => Ok(c),
@@ -193,7 +203,7 @@ async fn drive(
                 };
                 let ok = match ok {
                     Ok(mut c) => {
-                        let answered = matches!(c.exchange(&request).await, Ok((200, _)));
+                        let answered = matches!(c.exchange(request).await, Ok((200, _)));
                         if answered {
                             connection = Some(c);
                         }
@@ -265,15 +275,16 @@ impl Outcome {
 
 fn report(name: &str, o: &mut Outcome) {
     o.latencies.sort_unstable();
-    let (p50, p99) = (o.percentile(0.50), o.percentile(0.99));
+    let (p50, p99, p999) = (o.percentile(0.50), o.percentile(0.99), o.percentile(0.999));
     let cpu = o
         .cpu_per_request()
         .map_or_else(String::new, |us| format!("   {us:>5.1} µs CPU/req"));
     println!(
-        "{name:<34} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms{cpu}   ({} requests, {} errors)",
+        "{name:<34} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms   p999 {:>7.3} ms{cpu}   ({} requests, {} errors)",
         o.rate(),
         p50.as_secs_f64() * 1e3,
         p99.as_secs_f64() * 1e3,
+        p999.as_secs_f64() * 1e3,
         o.requests(),
         o.errors
     );
@@ -306,11 +317,30 @@ fn main() {
         }
     };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let request_file = std::env::var("LOAD_REQUEST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("examples/requests/delete-deployment.json"));
-    let path = std::env::var("LOAD_PATH").unwrap_or_else(|_| "/validate-apps-deployment".into());
-    let body = Arc::new(std::fs::read(&request_file).expect("LOAD_REQUEST readable"));
+    // (webhook path, request file) of each request of the mix; one request unless LOAD_MIX names a mix.
+    let mix: Vec<(String, PathBuf)> = match std::env::var("LOAD_MIX") {
+        Ok(file) => std::fs::read_to_string(root.join(&file))
+            .expect("LOAD_MIX readable")
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| {
+                let (path, file) = l.split_once(' ').expect("`<path> <file>` per line");
+                (path.to_owned(), root.join(file.trim()))
+            })
+            .collect(),
+        Err(_) => vec![(
+            std::env::var("LOAD_PATH").unwrap_or_else(|_| "/validate-apps-deployment".into()),
+            std::env::var("LOAD_REQUEST")
+                .map(PathBuf::from)
+                .unwrap_or_else(|_| root.join("examples/requests/delete-deployment.json")),
+        )],
+    };
+    assert!(!mix.is_empty(), "a mix of at least one request");
+    let bodies: Vec<Vec<u8>> = mix
+        .iter()
+        .map(|(_, file)| std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display())))
+        .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -324,31 +354,46 @@ fn main() {
 
         // The baseline: same rustls config and certificate, a handler that answers a constant: the bytes our
         // server answers this request with, so both runs move the same bytes and the gap is the handler.
-        let request = Arc::new(wire_request(&path, &body));
+        let requests: Arc<Vec<Vec<u8>>> = Arc::new(
+            mix.iter().zip(&bodies).enumerate().map(|(i, ((path, _), body))| wire_request(path, body, i)).collect(),
+        );
         let tls = Arc::new(client_config(ca.as_bytes(), &[b"http/1.1"]).unwrap());
         let mut first = Connection::open(server.tls_addr().port(), tls.clone()).await.unwrap();
-        let (status, answer) = first.exchange(&request).await.unwrap();
-        assert_eq!(status, 200, "our server answers the request");
-        let answer: &'static [u8] = Vec::leak(answer.to_vec());
+        let mut answers: Vec<&'static [u8]> = Vec::new();
+        for (request, (path, file)) in requests.iter().zip(&mix) {
+            let (status, answer) = first.exchange(request).await.unwrap();
+            assert_eq!(status, 200, "our server answers {} on {path}", file.display());
+            answers.push(Vec::leak(answer.to_vec()));
+        }
+        let answers: &'static [&'static [u8]] = Vec::leak(answers);
         drop(first);
         let store = Arc::new(CertStore::default());
         store
             .install(&std::fs::read(dir.path().join("tls.crt")).unwrap(), &std::fs::read(dir.path().join("tls.key")).unwrap())
             .unwrap();
         let noop_spin = Duration::from_micros(env("LOAD_NOOP_SPIN_US", 0));
-        let noop = Router::new().route(
-            &path,
-            post(move || async move {
-                // Calibration: a handler that busies its core this long per request.
-                if !noop_spin.is_zero() {
-                    let started = Instant::now();
-                    while started.elapsed() < noop_spin {
-                        std::hint::spin_loop();
-                    }
+        let noop_handler = post(move |headers: axum::http::HeaderMap| async move {
+            // Calibration: a handler that busies its core this long per request.
+            if !noop_spin.is_zero() {
+                let started = Instant::now();
+                while started.elapsed() < noop_spin {
+                    std::hint::spin_loop();
                 }
-                ([("content-type", "application/json")], answer)
-            }),
-        );
+            }
+            let index: usize = headers
+                .get(MIX_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            ([("content-type", "application/json")], answers[index % answers.len()])
+        });
+        let mut noop = Router::new();
+        let mut paths: Vec<&str> = mix.iter().map(|(path, _)| path.as_str()).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        for path in paths {
+            noop = noop.route(path, noop_handler.clone());
+        }
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let noop_addr = listener.local_addr().unwrap();
@@ -360,15 +405,12 @@ fn main() {
         tokio::spawn(noop_server.serve(noop.into_make_service()));
 
         println!(
-            "load: {} keep-alive HTTP/1.1 TLS connections, {:?} measured per server in {} alternating rounds after {:?} warm-up, request {} ({} bytes) to {path}, answer {} bytes",
-            load.connections,
-            load.duration,
-            load.rounds,
-            load.warmup,
-            request_file.display(),
-            body.len(),
-            answer.len()
+            "load: {} keep-alive HTTP/1.1 TLS connections, {:?} measured per server in {} alternating rounds after {:?} warm-up",
+            load.connections, load.duration, load.rounds, load.warmup
         );
+        for (((path, file), body), answer) in mix.iter().zip(&bodies).zip(answers) {
+            println!("  request {} ({} bytes) to {path}, answer {} bytes", file.display(), body.len(), answer.len());
+        }
         // Alternating rounds: both servers see the machine in the same states (its speed swings within
         // seconds); each round reopens its connections, outside the measured time.
         let mut rounds: [Vec<Outcome>; 2] = Default::default();
@@ -376,7 +418,7 @@ fn main() {
         for round in 0..load.rounds {
             let warmup = if round == 0 { load.warmup } else { load.warmup / 4 };
             for (outcomes, port) in rounds.iter_mut().zip([server.tls_addr().port(), noop_addr.port()]) {
-                outcomes.push(drive(port, request.clone(), tls.clone(), load.connections, (warmup, slice)).await);
+                outcomes.push(drive(port, requests.clone(), tls.clone(), load.connections, (warmup, slice)).await);
             }
         }
         // `load.rounds` is at least one.

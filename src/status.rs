@@ -416,6 +416,32 @@ async fn commit_one<K: Recorded>(
     }
 }
 
+/// `PUT .../status` of `object`: the resourceVersion the API server answered. Only that is read of the
+/// answer (the object stored is the one sent): the typed decoding of a large status is not paid twice.
+async fn put_status<K: Recorded>(
+    cache: &LiveCache,
+    namespace: &str,
+    name: &str,
+    object: &K,
+) -> Result<Option<String>, kube::Error> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        metadata: AnswerMeta,
+    }
+    #[derive(serde::Deserialize)]
+    struct AnswerMeta {
+        #[serde(rename = "resourceVersion")]
+        resource_version: Option<String>,
+    }
+    let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+    let mut request = kube::core::Request::new(<K as kube::Resource>::url_path(&(), Some(namespace)))
+        .replace_subresource("status", name, &PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("replace_status");
+    let answer: Answer = cache.client().request(request).await?;
+    Ok(answer.metadata.resource_version)
+}
+
 /// Writes the group gathered for one object, once the write before it has returned, and tells its members.
 async fn write_group<K: Recorded>(
     cache: LiveCache,
@@ -457,15 +483,10 @@ async fn write_group<K: Recorded>(
     let sent = object.metadata().resource_version.clone();
     let (namespace, name) = target.key();
     let api: Api<K> = Api::namespaced(cache.client().clone(), namespace);
-    let written = api
-        .replace_status(name, &PostParams::default(), &*object)
-        .await;
-    let (result, answered) = match written {
-        Ok(written) => {
+    let (result, answered) = match put_status(&cache, namespace, name, &*object).await {
+        Ok(answered) => {
             target.record_write(&metrics, "written");
             tracing::debug!(object = %format!("{namespace}/{name}"), "status recorded");
-            let answered = written.metadata().resource_version.clone();
-            K::copies(&cache).remember(written);
             (Outcome::Written, Some(answered))
         }
         Err(kube::Error::Api(e)) if e.code == 409 => {
@@ -499,7 +520,14 @@ async fn write_group<K: Recorded>(
     {
         let mut gathering = group.gathering();
         gathering.in_flight = None;
-        if answered.is_none() {
+        if let Some(answered) = &answered {
+            // What is stored now is what was sent, at the resourceVersion answered (the informer's copy of
+            // that version replaces it when the watch brings it). Nobody else holds the object now: the
+            // decisions that read it in flight did so under this lock.
+            let mut written = Arc::unwrap_or_clone(object);
+            written.metadata_mut().resource_version.clone_from(answered);
+            K::copies(&cache).remember(written);
+        } else {
             // The records gathered on top of this write carry its records, not written: nobody may decide on
             // them any more.
             if let Some(doomed) = gathering.open.take_if(|b| b.on_in_flight) {

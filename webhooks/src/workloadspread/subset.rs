@@ -225,25 +225,22 @@ pub fn choose(ws: &WorkloadSpread, pod: Placing<'_>) -> Result<Choice, String> {
     {
         return Ok(by_ordinal(ws, pod.name));
     }
-    // (c) The pod's version list, initialised from the spec when empty.
-    let mut written = ws.clone();
-    let status = written
+    // (c) The pod's version list, initialised from the spec when empty. Read in place: the object is
+    // cloned only when the choice reserves a place (most choices reserve nothing: an unlimited subset, a
+    // pod already recorded, no room).
+    let stored = ws
         .status
-        .get_or_insert_with(WorkloadSpreadStatus::default);
-    let initialised = status
-        .versioned_subset_statuses
-        .get(pod.version)
-        .is_none_or(Vec::is_empty);
-    if initialised {
-        let list = initial_list(ws, pod.replicas)?;
-        status
-            .versioned_subset_statuses
-            .insert(pod.version.to_owned(), list);
-    }
-    let list = status
-        .versioned_subset_statuses
-        .get_mut(pod.version)
-        .expect("inserted above");
+        .as_ref()
+        .and_then(|s| s.versioned_subset_statuses.get(pod.version))
+        .filter(|list| !list.is_empty());
+    let initialised;
+    let list: &[WorkloadSpreadSubsetStatus] = match stored {
+        Some(list) => list,
+        None => {
+            initialised = initial_list(ws, pod.replicas)?;
+            &initialised
+        }
+    };
     let key = if pod.name.is_empty() {
         pod.generated_uid
     } else {
@@ -267,23 +264,37 @@ pub fn choose(ws: &WorkloadSpread, pod: Placing<'_>) -> Result<Choice, String> {
         });
     }
     // 5. The first schedulable subset with room.
-    let Some(chosen) = list
-        .iter_mut()
-        .find(|s| !unschedulable(s) && (s.missing_replicas > 0 || s.missing_replicas == -1))
+    let Some(at) = list
+        .iter()
+        .position(|s| !unschedulable(s) && (s.missing_replicas > 0 || s.missing_replicas == -1))
     else {
         return Ok(Choice::NoSubset {
             full: !list.is_empty(),
         });
     };
     // 6. Unlimited: nothing to reserve.
-    if chosen.missing_replicas == -1 {
+    if list[at].missing_replicas == -1 {
         return Ok(Choice::Subset {
-            subset: chosen.name.clone(),
+            subset: list[at].name.clone(),
             uid: None,
             write: None,
         });
     }
-    // 7. Reserve.
+    // 7. Reserve, in a copy of the object with the list as read (or as initialised).
+    let mut written = ws.clone();
+    let status = written
+        .status
+        .get_or_insert_with(WorkloadSpreadStatus::default);
+    let entry = status
+        .versioned_subset_statuses
+        .entry(pod.version.to_owned())
+        .or_default();
+    if stored.is_none() {
+        list.clone_into(entry);
+    }
+    let Some(chosen) = entry.get_mut(at) else {
+        return Err("the subset list changed while reserving".into());
+    };
     chosen.creating_pods.insert(key.to_owned(), pod.now.clone());
     chosen.missing_replicas = (chosen.missing_replicas - 1).max(0);
     let subset = chosen.name.clone();
