@@ -520,7 +520,8 @@ fn every_example_renders_with_its_knob() {
             "feature-gates",
             "log-format-text",
             "replicas",
-            "url-mode"
+            "url-mode",
+            "webhook-off"
         ],
         "a new example needs its checks below"
     );
@@ -558,6 +559,11 @@ fn every_example_renders_with_its_knob() {
                 );
             }
             "url-mode" => assert_eq!(serve.webhook_host.as_deref(), Some("webhook.example.com")),
+            "webhook-off" => {
+                let policies = failure_policies(&objects);
+                assert!(!policies.contains_key("vnamespace.kb.io"));
+                assert_eq!(policies.len(), WEBHOOKS.len() - 1);
+            }
             other => unreachable!("{other}"),
         }
     }
