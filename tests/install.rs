@@ -607,8 +607,7 @@ fn kustomization(fields: Value) -> Value {
 
 fn render_error(fields: Value) -> String {
     kustomize::build_from(&deploy(), &kustomization(fields))
-        .err()
-        .expect("renders")
+        .expect_err("rendered although the renderer should refuse it")
 }
 
 #[test]
@@ -731,4 +730,74 @@ fn the_command_line_check_catches_an_unknown_flag_or_env() {
     })
     .unwrap();
     assert_eq!(format, LogFormat::Json);
+}
+
+/// The README's Flags table: every flag it names is one of the binary's, with the env the binary reads for it,
+/// and every env the binary reads is in the table.
+#[test]
+fn the_readme_flags_table_is_the_binarys() {
+    let readme = common::read(&common::root().join("README.md"));
+    let table = readme
+        .split("### Flags\n")
+        .nth(1)
+        .expect("### Flags")
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2);
+    let by_env = env_flags();
+    let long_env: BTreeMap<&str, &str> = by_env
+        .iter()
+        .map(|(env, long)| (long.as_str(), env.as_str()))
+        .collect();
+    let mut longs = BTreeSet::new();
+    fn walk(cmd: &clap::Command, out: &mut BTreeSet<String>) {
+        out.extend(
+            cmd.get_arguments()
+                .filter_map(|a| a.get_long().map(str::to_owned)),
+        );
+        for sub in cmd.get_subcommands() {
+            walk(sub, out);
+        }
+    }
+    walk(&Cli::command(), &mut longs);
+    let mut documented_envs = BTreeSet::new();
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    for row in table {
+        let cells: Vec<&str> = row.split('|').collect();
+        let flags: Vec<String> = ticked(cells[1])
+            .into_iter()
+            .filter_map(|f| f.strip_prefix("--").map(str::to_owned))
+            .collect();
+        assert!(!flags.is_empty(), "{row}");
+        for flag in &flags {
+            assert!(
+                longs.contains(flag),
+                "README: --{flag} is not a flag of the binary"
+            );
+        }
+        let envs = ticked(cells[2]);
+        assert_eq!(
+            envs,
+            long_env
+                .get(flags[0].as_str())
+                .map(|e| e.to_string())
+                .into_iter()
+                .collect::<Vec<_>>(),
+            "README: the env of --{}",
+            flags[0]
+        );
+        documented_envs.extend(envs);
+    }
+    let read: BTreeSet<String> = by_env.into_keys().collect();
+    assert_eq!(
+        documented_envs, read,
+        "every env the binary reads is in the table"
+    );
 }
