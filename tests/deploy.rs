@@ -1,6 +1,7 @@
 //! deploy/ and the binary must not drift: the shipped webhook configuration registers exactly the webhooks
 //! the server serves (names, paths, rules, selectors, DECISIONS 2 settings), every shipped CRD gets the
-//! conversion webhook (DECISIONS 16), and the Deployment probes and ports are the binary's defaults.
+//! conversion webhook (DECISIONS 16), and the Deployment probes and ports are the binary's defaults. The
+//! rendered kustomizations, their schema and the Deployment's command line: tests/install.rs.
 
 mod common;
 
@@ -211,29 +212,6 @@ fn deployment_probes_and_ports_are_the_binary_defaults() {
         mounts.contains("/tmp/kruise-webhook-certs") && mounts.contains("/log"),
         "{mounts:?}"
     );
-}
-
-/// The container args of the Deployment in `file` (the base, or an overlay's patch).
-fn container_args(file: &str) -> Vec<String> {
-    let docs = yaml_docs(file);
-    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
-    let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
-    serde_json::from_value(args.clone()).unwrap()
-}
-
-#[test]
-fn shipped_deployments_log_json_lines() {
-    use clap::Parser;
-    use kruise_webhook::cli::{Cli, LogFormat};
-    for file in [
-        "deploy/base/deployment.yaml",
-        "deploy/overlays/cert-manager/deployment-patch.yaml",
-    ] {
-        let args = container_args(file);
-        let cli = Cli::try_parse_from(std::iter::once("kruise-webhook".to_owned()).chain(args))
-            .unwrap_or_else(|e| panic!("{file}: {e}"));
-        assert_eq!(cli.log_format, LogFormat::Json, "{file}");
-    }
 }
 
 /// The verbs the ClusterRole `kruise-webhook` grants on `group`/`resource` (rules without resourceNames).
