@@ -416,7 +416,9 @@ impl Server {
         &self.certs
     }
 
-    /// Readiness goes false, in-flight requests finish within the grace period, listeners close.
+    /// Readiness goes false, in-flight requests finish within the grace period, listeners close. Meanwhile
+    /// the controllers stop and then, on the leader, the Lease is released (src/controller/leader.rs), so
+    /// the next replica leads without waiting out the lease duration.
     ///
     /// # Errors
     /// A listener that failed while serving.
