@@ -101,6 +101,10 @@ pub struct ServeArgs {
     /// How long a client may take to send a request body, in seconds.
     #[arg(long, default_value_t = 5)]
     pub request_body_timeout: u64,
+    /// Admission requests served at once; one more is answered HTTP 429 at once instead of queued (the
+    /// API server then applies the webhook's failurePolicy). Default: 64 per CPU core.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_in_flight: Option<u32>,
     /// How long to wait for the first certificate sync before giving up, in seconds.
     #[arg(long, default_value_t = 60)]
     pub webhook_initialize_timeout: u64,

@@ -78,6 +78,8 @@ impl Controllers {
             tracing::info!("leader election disabled: this replica runs the controllers");
             LeaderElector::always_leader(metrics)
         };
+        // Controllers write through the leadership gate; the caches they read use `client`.
+        let writer = leader::gated(client.clone(), leader.is_leader());
         let sidecar_sets = served.sidecar_sets.then(|| {
             let sets = cache
                 .sidecar_set_cache()
@@ -90,10 +92,10 @@ impl Controllers {
                 namespaces: cache.namespace_store().clone(),
             };
             SidecarSetController::start(
-                client.clone(),
+                writer.clone(),
                 inputs,
                 config.namespace.clone(),
-                sidecarset::UpgradeContext::new(client.clone(), metrics.clone()),
+                sidecarset::UpgradeContext::new(writer.clone(), metrics.clone()),
                 leader.is_leader(),
                 runtime::Settings::default(),
             )
@@ -107,7 +109,7 @@ impl Controllers {
                 };
                 Some(PodUnavailableBudgetController::start(
                     podunavailablebudget::Context::sharing(
-                        client.clone(),
+                        writer.clone(),
                         config.gates.clone(),
                         cache.budget_copies().clone(),
                     ),
@@ -139,7 +141,7 @@ impl Controllers {
                     workloads: workloads.clone(),
                 };
                 Some(WorkloadSpreadController::start(
-                    workloadspread::Context::new(client.clone(), metrics.clone())
+                    workloadspread::Context::new(writer.clone(), metrics.clone())
                         .with_kruise_namespace(&config.namespace),
                     inputs,
                     Arc::new(k8s_openapi::jiff::Timestamp::now),
@@ -152,7 +154,7 @@ impl Controllers {
         // Always registered, as in OpenKruise (spec/container-launch-priority.md §2): it acts only on pods
         // carrying barrier envs.
         let barriers = launch_priority::LaunchPriorityController::start(
-            client.clone(),
+            writer.clone(),
             cache.pod_store().clone(),
             metrics.clone(),
             leader.is_leader(),
@@ -170,7 +172,7 @@ impl Controllers {
                 .enabled(kruise_webhooks::sidecar_terminator::GATE);
         let terminator = terminator_on.then(|| {
             sidecar_terminator::SidecarTerminatorController::start(
-                sidecar_terminator::Context::new(client.clone(), metrics.clone()),
+                sidecar_terminator::Context::new(writer.clone(), metrics.clone()),
                 sidecar_terminator::Inputs::watch(&client, cache.pod_store().clone()),
                 Arc::new(k8s_openapi::jiff::Timestamp::now),
                 leader.is_leader(),
@@ -192,7 +194,8 @@ impl Controllers {
         self.leader.is_leader()
     }
 
-    /// Stops the controllers, then the election (the Lease is left to expire).
+    /// Stops the controllers, then the election, which releases the Lease if this replica holds it: no
+    /// controller write can follow the release.
     pub async fn shutdown(self) {
         if let Some(c) = self.sidecar_sets {
             c.stop().await;

@@ -134,6 +134,9 @@ pub struct Metrics {
     pub in_flight: Family<WebhookLabels, Gauge>,
     /// `controller_runtime_webhook_panics_total`.
     pub panics: Counter,
+    /// `admission_shed_total{webhook}`: admission requests answered HTTP 429 because `--max-in-flight`
+    /// requests were being served (src/server/limit.rs).
+    pub shed: Family<WebhookLabels, Counter>,
     /// `namespace_deletion_protection{name,username}`.
     pub namespace_protection: Family<NameUserLabels, PlainCounter>,
     /// `crd_deletion_protection{name,username}`.
@@ -189,6 +192,8 @@ pub struct RouteMetrics {
     pub in_flight: Gauge,
     /// `controller_runtime_webhook_latency_seconds{webhook}`.
     pub latency: Histogram,
+    /// `admission_shed_total{webhook}`.
+    pub shed: Counter,
     ok: Counter,
     failed: Counter,
     requests: Family<WebhookCodeLabels, Counter>,
@@ -226,6 +231,7 @@ impl Metrics {
         });
         let in_flight = Family::<WebhookLabels, Gauge>::default();
         let panics = Counter::default();
+        let shed = Family::<WebhookLabels, Counter>::default();
         let namespace_protection = Family::<NameUserLabels, PlainCounter>::default();
         let crd_protection = Family::<NameUserLabels, PlainCounter>::default();
         let workload_protection = Family::<WorkloadUserLabels, PlainCounter>::default();
@@ -250,6 +256,11 @@ impl Metrics {
             "controller_runtime_webhook_panics",
             "Total number of webhook panics",
             panics.clone(),
+        );
+        registry.register(
+            "admission_shed",
+            "Admission requests answered 429 at once because --max-in-flight requests were being served",
+            shed.clone(),
         );
         registry.register(
             "namespace_deletion_protection",
@@ -344,6 +355,7 @@ impl Metrics {
             latency,
             in_flight,
             panics,
+            shed,
             namespace_protection,
             crd_protection,
             workload_protection,
@@ -460,6 +472,7 @@ impl Metrics {
             path,
             in_flight: self.in_flight.get_or_create(&labels).clone(),
             latency: self.latency.get_or_create(&labels).clone(),
+            shed: self.shed.get_or_create(&labels).clone(),
             ok: code("200"),
             failed: code("500"),
             requests: self.requests.clone(),

@@ -1,10 +1,12 @@
 //! The HTTPS admission server and the plain-HTTP metrics/probe listeners.
 //!
 //! [`app`] builds the Router (tests call it without sockets); [`start`] binds everything and returns a
-//! [`Server`] whose [`Server::shutdown`] drains in-flight reviews within the grace period.
+//! [`Server`] whose [`Server::shutdown`] drains in-flight reviews within the grace period. Admission requests
+//! beyond `--max-in-flight` are shed with HTTP 429 ([`limit`]).
 
 pub mod admission;
 pub mod health;
+pub mod limit;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -47,6 +49,8 @@ pub struct AppState {
     pub certs: Arc<CertStore>,
     /// Shutdown flag for /readyz.
     pub readiness: Arc<Readiness>,
+    /// The bound on admission requests in flight (`--max-in-flight`; [`limit`]).
+    pub limit: Arc<limit::InFlightLimit>,
     /// Deletion-protection audit log.
     pub audit: Arc<AuditLog>,
     /// Test hook.
@@ -59,6 +63,7 @@ impl AppState {
     /// State over a cluster view with fresh metrics, no audit log and an empty certificate store.
     pub fn new(config: ServeConfig, cluster: Cluster) -> Self {
         Self {
+            limit: Arc::new(limit::InFlightLimit::new(config.max_in_flight)),
             config: Arc::new(config),
             cluster,
             metrics: Metrics::new(),
@@ -411,7 +416,9 @@ impl Server {
         &self.certs
     }
 
-    /// Readiness goes false, in-flight requests finish within the grace period, listeners close.
+    /// Readiness goes false, in-flight requests finish within the grace period, listeners close. Meanwhile
+    /// the controllers stop and then, on the leader, the Lease is released (src/controller/leader.rs), so
+    /// the next replica leads without waiting out the lease duration.
     ///
     /// # Errors
     /// A listener that failed while serving.

@@ -439,6 +439,95 @@ async fn losing_leadership_abandons_a_reconcile_in_flight() {
     controller.stop().await;
 }
 
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_lease_lost_to_another_holder_mid_write_stops_every_controller_write() {
+    // The wiring of src/controller.rs: a real election, the controller on the leadership it publishes and
+    // writing through the leadership gate. The Lease renewal shows another holder while a write of the
+    // controller is in flight at the API server.
+    use kruise_webhook::config::LeaderElectionConfig;
+    use kruise_webhook::controller::leader::{LeaderElector, gated};
+    const LEASE: &str =
+        "/apis/coordination.k8s.io/v1/namespaces/kruise-system/leases/kruise-manager";
+    let (lease_client, mut lease_api) = mock();
+    let elector = LeaderElector::start(
+        lease_client,
+        &LeaderElectionConfig::new("kruise-system"),
+        "host-a_1".to_owned(),
+        Metrics::new(),
+    );
+    let (client, mut handle) = mock();
+    let writer = gated(client, elector.is_leader());
+    let stores = stores(&snapshot(set_json(json!(null)), vec![]));
+    let controller = SidecarSetController::start(
+        writer.clone(),
+        stores.inputs.clone(),
+        "kruise-system".into(),
+        UpgradeContext::new(writer, Metrics::new()),
+        elector.is_leader(),
+        Settings::default(),
+    );
+    let read = expect(&mut lease_api, Method::GET, LEASE).await;
+    respond(read.send, StatusCode::NOT_FOUND, &failure(404, "NotFound"));
+    let create = expect(
+        &mut lease_api,
+        Method::POST,
+        "/apis/coordination.k8s.io/v1/namespaces/kruise-system/leases",
+    )
+    .await;
+    let mut lease = create.body.clone();
+    lease["metadata"]["resourceVersion"] = json!("1");
+    respond(create.send, StatusCode::CREATED, &lease);
+
+    // Leading: the controller's first write goes out, and the API server is slow to answer it.
+    let stuck = expect(&mut handle, Method::POST, REVISIONS).await;
+    // Meanwhile the renewal meets another holder.
+    let renewal = expect(&mut lease_api, Method::PUT, LEASE).await;
+    respond(
+        renewal.send,
+        StatusCode::CONFLICT,
+        &failure(409, "Conflict"),
+    );
+    let read = expect(&mut lease_api, Method::GET, LEASE).await;
+    let mut theirs = lease.clone();
+    theirs["metadata"]["resourceVersion"] = json!("2");
+    theirs["spec"]["holderIdentity"] = json!("host-b_1");
+    respond(read.send, StatusCode::OK, &theirs);
+    elector.is_leader().wait_for(|l| !*l).await.unwrap();
+
+    // The write issued while leading is answered late: nothing follows it (the status it would go on to
+    // write never comes), for as long as the other replica leads.
+    let mut created = stuck.body.clone();
+    created["metadata"]["resourceVersion"] = json!("51");
+    respond(stuck.send, StatusCode::CREATED, &created);
+    let lease_reads = tokio::spawn(async move {
+        // The candidate keeps reading the Lease, which the other replica keeps renewing.
+        let mut version = 2;
+        while let Some((request, send)) = lease_api.next_request().await {
+            assert_eq!(
+                request.method(),
+                Method::GET,
+                "no takeover of a renewed Lease"
+            );
+            version += 1;
+            theirs["metadata"]["resourceVersion"] = json!(version.to_string());
+            theirs["spec"]["renewTime"] =
+                json!(format!("2030-01-01T00:{:02}:00.000000Z", version % 60));
+            send.send_response(
+                http::Response::builder()
+                    .status(StatusCode::OK)
+                    .body(kube::client::Body::from(
+                        serde_json::to_vec(&theirs).unwrap(),
+                    ))
+                    .unwrap(),
+            );
+        }
+    });
+    no_call(&mut handle, "no controller call after the Lease was lost").await;
+    controller.stop().await;
+    elector.stop().await;
+    lease_reads.await.unwrap();
+}
+
 /// Leads over sidecarset1 with its revision and status written (as the watches bring them back after the
 /// first reconcile): nothing left to write until something changes.
 async fn start_settled(

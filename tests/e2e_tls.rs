@@ -187,58 +187,246 @@ async fn bad_input_over_tls_gets_its_4xx_code_and_the_server_keeps_serving() {
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shutdown_turns_readiness_off_and_drains_in_flight_requests() {
+/// Admission requests whose uid starts with `held-` stop in the webhook (a slow handler, blocking its
+/// worker thread) until [`Held::release`]; the test knows how many are inside. Dropping it releases them.
+#[derive(Clone, Default)]
+struct Held {
+    released: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    entered: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Held {
+    fn hook(&self) -> kruise_webhook::server::BeforeDecide {
+        let held = self.clone();
+        Arc::new(move |req| {
+            if req.uid.starts_with("held-") {
+                held.entered.fetch_add(1, Ordering::SeqCst);
+                let (lock, released) = &*held.released;
+                let mut open = lock.lock().unwrap();
+                while !*open {
+                    open = released.wait(open).unwrap();
+                }
+            }
+        })
+    }
+
+    /// Waits until `n` held requests are inside the webhook.
+    async fn entered(&self, n: usize) {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while self.entered.load(Ordering::SeqCst) < n {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{n} requests held in the webhook"));
+    }
+
+    fn release(&self) {
+        let (lock, released) = &*self.released;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        released.notify_all();
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // A test that fails does not leave the server's threads blocked.
+        self.release();
+    }
+}
+
+/// The namespace deletion example as the review with uid `uid`.
+fn delete_namespace(uid: &str) -> String {
+    let mut review: Value = serde_json::from_str(&example("delete-namespace.json")).unwrap();
+    review["request"]["uid"] = json!(uid);
+    review.to_string()
+}
+
+async fn start_held(
+    held: &Held,
+    configure: impl FnOnce(&mut kruise_webhook::config::ServeConfig),
+) -> (kruise_webhook::Server, tempfile::TempDir, reqwest::Client) {
     kruise_webhook::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let mut config = kruise_webhook::config::ServeConfig::for_loopback(
         vec![common::root().join("examples/cluster.yaml")],
         dir.path().to_owned(),
     );
-    config.shutdown_grace = Duration::from_secs(5);
-    let hook: kruise_webhook::server::BeforeDecide = Arc::new(|req| {
-        if req.uid.ends_with("0001") {
-            std::thread::sleep(Duration::from_millis(700));
-        }
-    });
-    let server = kruise_webhook::server::start_with(config, Some(hook))
+    configure(&mut config);
+    let server = kruise_webhook::server::start_with(config, Some(held.hook()))
         .await
         .unwrap();
     let client = common::tls_client(&common::read(&dir.path().join("ca.crt")), true);
+    (server, dir, client)
+}
+
+/// The namespace deletion verdict the example gets.
+fn denied_as_expected(uid: &str, (status, body): &(u16, Value)) {
+    assert_eq!(*status, 200, "{body}");
+    assert_eq!(body["response"]["uid"], uid);
+    assert_eq!(body["response"]["allowed"], false);
+    assert_eq!(body["response"]["status"]["code"], 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+async fn shutdown_turns_readiness_off_and_drains_in_flight_requests() {
+    const IN_FLIGHT: usize = 4;
+    let held = Held::default();
+    let (server, _dir, client) =
+        start_held(&held, |c| c.shutdown_grace = Duration::from_secs(20)).await;
     let url = https(&server, "/validate-namespace");
-    let in_flight = tokio::spawn({
-        let client = client.clone();
-        async move { post(&client, &url, example("delete-namespace.json")).await }
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let requests: Vec<_> = (0..IN_FLIGHT)
+        .map(|i| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                post(&client, &url, delete_namespace(&format!("held-{i}"))).await
+            })
+        })
+        .collect();
+    held.entered(IN_FLIGHT).await;
+
     let state = server.state().clone();
+    let tls_addr = server.tls_addr();
     let shutdown = tokio::spawn(server.shutdown());
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    // The listeners stop accepting; the /readyz a probe would see now reports the shutdown.
+    // Readiness goes off while the requests are still inside the webhook.
     use tower::ServiceExt;
-    let readyz = kruise_webhook::server::plain_app(state)
-        .oneshot(
-            axum::http::Request::get("/readyz")
-                .body(axum::body::Body::empty())
-                .unwrap(),
-        )
+    let readyz = || async {
+        let response = kruise_webhook::server::plain_app(state.clone())
+            .oneshot(
+                axum::http::Request::get("/readyz")
+                    .body(axum::body::Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        (status, String::from_utf8_lossy(&text).into_owned())
+    };
+    let text = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match readyz().await {
+                (status, text) if status == 500 => break text,
+                _ => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    })
+    .await
+    .expect("/readyz reports the shutdown");
+    assert!(text.contains("[-]not-shutting-down failed"), "{text}");
+    assert!(
+        !shutdown.is_finished(),
+        "shutdown waits for the requests in flight"
+    );
+
+    // Every request in flight when the shutdown began completes with its verdict.
+    held.release();
+    for (i, request) in requests.into_iter().enumerate() {
+        let answer = request.await.unwrap().expect("in-flight request completes");
+        denied_as_expected(&format!("held-{i}"), &answer);
+    }
+    shutdown.await.unwrap().unwrap();
+    // The listener is closed: a new connection is refused.
+    assert!(tokio::net::TcpStream::connect(tls_addr).await.is_err());
+    assert_eq!(
+        state
+            .metrics
+            .requests
+            .get_or_create(&kruise_webhook::metrics::WebhookCodeLabels::new(
+                "/validate-namespace",
+                "403"
+            ))
+            .get(),
+        IN_FLIGHT as u64
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+async fn overload_at_five_times_capacity_sheds_the_excess_at_once_and_serves_the_rest() {
+    const LIMIT: usize = 4;
+    let held = Held::default();
+    let (server, _dir, client) = start_held(&held, |c| c.max_in_flight = LIMIT).await;
+    let url = https(&server, "/validate-namespace");
+
+    // Capacity taken by slow requests...
+    let admitted: Vec<_> = (0..LIMIT)
+        .map(|i| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                post(&client, &url, delete_namespace(&format!("held-{i}"))).await
+            })
+        })
+        .collect();
+    held.entered(LIMIT).await;
+    // ...and four times as many more on top: 5x capacity in flight.
+    let excess: Vec<_> = (0..4 * LIMIT)
+        .map(|i| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move {
+                post(&client, &url, delete_namespace(&format!("excess-{i}"))).await
+            })
+        })
+        .collect();
+    // The excess is answered while the admitted requests are still held: shed, not queued behind them
+    // (queued, they could only be answered after the release below, and this would time out).
+    let shed = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(excess))
+        .await
+        .expect("the excess is answered while capacity is still taken");
+    for answer in shed {
+        let (status, body) = answer.unwrap().unwrap();
+        assert_eq!(status, 429, "{body}");
+        assert_eq!(body["kind"], "Status");
+        assert_eq!(body["reason"], "TooManyRequests");
+        assert_eq!(body["code"], 429);
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("kruise-webhook is overloaded: 4 admission requests in flight"),
+            "{body}"
+        );
+    }
+    assert_eq!(server.state().limit.available(), 0);
+    assert!(
+        admitted.iter().all(|r| !r.is_finished()),
+        "the admitted requests are still inside"
+    );
+
+    // The admitted requests all complete with their verdict.
+    held.release();
+    for (i, request) in admitted.into_iter().enumerate() {
+        denied_as_expected(&format!("held-{i}"), &request.await.unwrap().unwrap());
+    }
+    // Capacity is back and the server keeps serving.
+    assert_eq!(server.state().limit.available(), LIMIT);
+    for i in 0..2 * LIMIT {
+        let uid = format!("after-{i}");
+        denied_as_expected(
+            &uid,
+            &post(&client, &url, delete_namespace(&uid)).await.unwrap(),
+        );
+    }
+
+    let text = reqwest::Client::new()
+        .get(format!("http://{}/metrics", server.metrics_addr()))
+        .send()
+        .await
+        .unwrap()
+        .text()
         .await
         .unwrap();
-    assert_eq!(readyz.status(), 500);
-    let text = http_body_util::BodyExt::collect(readyz.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    assert!(String::from_utf8_lossy(&text).contains("[-]not-shutting-down failed"));
-    let (status, body) = in_flight
-        .await
-        .unwrap()
-        .expect("in-flight request completes");
-    assert_eq!(
-        (status, body["response"]["allowed"].clone()),
-        (200, json!(false))
-    );
-    shutdown.await.unwrap().unwrap();
+    for line in [
+        r#"admission_shed_total{webhook="/validate-namespace"} 16"#,
+        r#"controller_runtime_webhook_requests_total{webhook="/validate-namespace",code="429"} 16"#,
+        r#"controller_runtime_webhook_requests_total{webhook="/validate-namespace",code="403"} 12"#,
+        r#"controller_runtime_webhook_requests_in_flight{webhook="/validate-namespace"} 0"#,
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+    server.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

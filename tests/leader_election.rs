@@ -1,6 +1,7 @@
 //! Leader election on the Lease kruise-system/kruise-manager (spec/webhook-server.md §9) against a mock
 //! apiserver (tower-test): every call is asserted (method, path, body) and answered, conflicts included.
-//! The clock is tokio's, paused: sleeps advance it instantly, so lease timings are exact.
+//! The clock is tokio's, paused: sleeps advance it instantly, so lease timings are exact. A leader stopped
+//! releases the Lease (DECISIONS 23), so every test that stops a leader answers that release.
 
 use std::time::Duration;
 
@@ -149,11 +150,96 @@ async fn acquires_an_absent_lease_and_renews_it_every_retry_period() {
         0
     );
 
-    elector.stop().await;
+    let stopping = tokio::spawn(elector.stop());
+    let (released, send) = expect(&mut handle, Method::PUT, LEASE).await;
+    assert_eq!(
+        released["metadata"]["resourceVersion"],
+        resource_version.to_string(),
+        "released on the version written last"
+    );
+    assert_eq!(released["spec"]["holderIdentity"], "");
+    respond(send, StatusCode::OK, &stored(released, "9"));
+    stopping.await.unwrap();
     assert!(!*leader.borrow());
     assert_eq!(metrics.is_leader.get(), 0);
-    // ReleaseOnCancel is false: nothing is written on the way out.
     assert!(handle.next_request().await.is_none());
+}
+
+/// Leads on a fresh mock; returns the elector, the mock and the Lease as last written (resourceVersion 1).
+async fn leading(metrics: &Metrics) -> (LeaderElector, Handle, Value) {
+    let (elector, mut handle) = start(metrics);
+    let created = acquire_empty(&mut handle).await;
+    elector.is_leader().wait_for(|l| *l).await.unwrap();
+    (elector, handle, stored(created, "1"))
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_leader_stopped_releases_the_lease_and_a_candidate_takes_it_over_at_once() {
+    let metrics = Metrics::new();
+    let (elector, mut handle, _) = leading(&metrics).await;
+    let leader = elector.is_leader();
+
+    let stopping = tokio::spawn(elector.stop());
+    // client-go's release: an update on the version written last, holder empty, lease 1 s, both times now,
+    // transitions kept.
+    let (released, send) = expect(&mut handle, Method::PUT, LEASE).await;
+    assert!(
+        !*leader.borrow(),
+        "leadership ends before the Lease is let go"
+    );
+    assert_eq!(metrics.is_leader.get(), 0);
+    assert_eq!(released["metadata"]["resourceVersion"], "1");
+    let spec = &released["spec"];
+    assert_eq!(spec["holderIdentity"], "", "{spec}");
+    assert_eq!(spec["leaseDurationSeconds"], 1);
+    assert_eq!(spec["leaseTransitions"], 0);
+    assert!(spec["acquireTime"].is_string());
+    assert_eq!(spec["acquireTime"], spec["renewTime"]);
+    let released = stored(released, "2");
+    respond(send, StatusCode::OK, &released);
+    stopping.await.unwrap();
+    assert!(
+        handle.next_request().await.is_none(),
+        "one release, nothing after it"
+    );
+
+    // The next replica reads the released Lease and takes it over on that read, without waiting.
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let next_leader = LeaderElector::start(
+        kube::Client::new(service, "default"),
+        &LeaderElectionConfig::new("kruise-system"),
+        "host-b_2".to_owned(),
+        Metrics::new(),
+    );
+    let (_, send) = expect(&mut handle, Method::GET, LEASE).await;
+    let read_at = Instant::now();
+    respond(send, StatusCode::OK, &released);
+    let (taken, send) = expect(&mut handle, Method::PUT, LEASE).await;
+    assert_eq!(read_at.elapsed(), Duration::ZERO, "taken over on the read");
+    assert_eq!(taken["metadata"]["resourceVersion"], "2");
+    assert_eq!(taken["spec"]["holderIdentity"], "host-b_2");
+    assert_eq!(taken["spec"]["leaseDurationSeconds"], 15);
+    assert_eq!(taken["spec"]["leaseTransitions"], 1);
+    respond(send, StatusCode::OK, &stored(taken, "3"));
+    next_leader.is_leader().wait_for(|l| *l).await.unwrap();
+    let stopping = tokio::spawn(next_leader.stop());
+    let (_, send) = expect(&mut handle, Method::PUT, LEASE).await;
+    respond(send, StatusCode::OK, &json!({}));
+    stopping.await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_release_the_api_server_does_not_answer_gives_up_and_stop_returns() {
+    let metrics = Metrics::new();
+    let (elector, mut handle, _) = leading(&metrics).await;
+    let stopping = tokio::spawn(elector.stop());
+    let (released, _unanswered) = expect(&mut handle, Method::PUT, LEASE).await;
+    assert_eq!(released["spec"]["holderIdentity"], "");
+    tokio::time::timeout(Duration::from_secs(60), stopping)
+        .await
+        .expect("stop returns though the release is never answered")
+        .unwrap();
+    assert_eq!(metrics.is_leader.get(), 0);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -199,7 +285,12 @@ async fn takes_over_a_lease_not_renewed_for_the_lease_duration() {
     respond(send, StatusCode::OK, &stored(taken, "8"));
     leader.wait_for(|l| *l).await.unwrap();
     assert_eq!(metrics.is_leader.get(), 1);
-    elector.stop().await;
+    let stopping = tokio::spawn(elector.stop());
+    let (released, send) = expect(&mut handle, Method::PUT, LEASE).await;
+    assert_eq!(released["metadata"]["resourceVersion"], "8");
+    assert_eq!(released["spec"]["leaseTransitions"], 4, "transitions kept");
+    respond(send, StatusCode::OK, &stored(released, "9"));
+    stopping.await.unwrap();
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -223,6 +314,7 @@ async fn a_renewal_conflict_showing_another_holder_ends_leadership() {
     let (_, send) = expect(&mut handle, Method::GET, LEASE).await;
     respond(send, StatusCode::OK, &theirs);
     elector.stop().await;
+    // Another holder's Lease is not this replica's to release.
     assert!(handle.next_request().await.is_none());
 }
 
@@ -266,7 +358,12 @@ async fn a_renewal_conflict_on_our_own_lease_renews_on_the_slow_path() {
             .encode()
             .contains(r#"leader_election_slowpath_total{name="kruise-manager"} 1"#)
     );
-    elector.stop().await;
+    let stopping = tokio::spawn(elector.stop());
+    let (released, send) = expect(&mut handle, Method::PUT, LEASE).await;
+    assert_eq!(released["metadata"]["resourceVersion"], "7");
+    assert_eq!(released["spec"]["holderIdentity"], "");
+    respond(send, StatusCode::OK, &stored(released, "8"));
+    stopping.await.unwrap();
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -305,4 +402,107 @@ async fn leadership_ends_when_no_renewal_succeeds_within_the_renew_deadline() {
     assert_eq!(attempts, 5, "one attempt per retry period: 0, 2, 4, 6, 8 s");
     assert_eq!(metrics.is_leader.get(), 0);
     elector.stop().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_leader_that_loses_its_lease_mid_reconcile_issues_no_controller_write_after() {
+    use kruise_webhook::controller::leader::{NotLeader, gated};
+    use kube::api::{Api, PostParams};
+
+    let metrics = Metrics::new();
+    let (elector, mut lease_api, _) = leading(&metrics).await;
+    let mut leader = elector.is_leader();
+    // The cluster the controllers write to, behind the leadership gate.
+    let (service, mut cluster) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(
+        gated(kube::Client::new(service, "default"), leader.clone()),
+        "default",
+    );
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web-0", "namespace": "default", "resourceVersion": "5"}}))
+    .unwrap();
+
+    // While leading, a write goes through.
+    let write = tokio::spawn({
+        let (pods, pod) = (pods.clone(), pod.clone());
+        async move {
+            pods.replace_status("web-0", &PostParams::default(), &pod)
+                .await
+        }
+    });
+    let (method, path, _, send) = next(&mut cluster).await;
+    assert_eq!(
+        (method, path.as_str()),
+        (Method::PUT, "/api/v1/namespaces/default/pods/web-0/status")
+    );
+
+    // The reconcile is mid-write when the renewal shows another holder.
+    let (_, renewal) = expect(&mut lease_api, Method::PUT, LEASE).await;
+    respond(renewal, StatusCode::CONFLICT, &failure(409, "Conflict"));
+    let (_, read) = expect(&mut lease_api, Method::GET, LEASE).await;
+    respond(read, StatusCode::OK, &others_lease("host-b_1", "9", 1));
+    leader.wait_for(|l| !*l).await.unwrap();
+    // The write issued while leading gets its answer.
+    respond(
+        send,
+        StatusCode::OK,
+        &json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "default", "resourceVersion": "6"}}),
+    );
+    write
+        .await
+        .unwrap()
+        .expect("the write issued while leading completes");
+
+    // From now on every write is refused before it is sent; reads still go through.
+    let refused = tokio::time::timeout(
+        Duration::from_secs(30),
+        pods.replace_status("web-0", &PostParams::default(), &pod),
+    )
+    .await
+    .expect("refused at once, never sent")
+    .expect_err("no write once leadership is lost");
+    let kube::Error::Service(source) = &refused else {
+        panic!("refused by the gate, not by the API server: {refused:?}")
+    };
+    let not_leader = source
+        .downcast_ref::<NotLeader>()
+        .expect("a NotLeader refusal");
+    assert_eq!(not_leader.method, Method::PUT);
+    assert_eq!(
+        not_leader.path,
+        "/api/v1/namespaces/default/pods/web-0/status"
+    );
+    assert!(refused.to_string().contains("not the leader"), "{refused}");
+    let delete = kube::api::DeleteParams::default();
+    let deleted = tokio::time::timeout(Duration::from_secs(30), pods.delete("web-0", &delete));
+    assert!(deleted.await.expect("refused at once").is_err());
+    let read = tokio::spawn({
+        let pods = pods.clone();
+        async move { pods.get("web-0").await }
+    });
+    let (method, _, _, send) = next(&mut cluster).await;
+    assert_eq!(
+        method,
+        Method::GET,
+        "the only request after the loss is a read"
+    );
+    respond(
+        send,
+        StatusCode::OK,
+        &json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "default", "resourceVersion": "6"}}),
+    );
+    read.await.unwrap().unwrap();
+    drop(pods);
+    assert!(
+        cluster.next_request().await.is_none(),
+        "nothing else reached the API server"
+    );
+
+    // The other holder's Lease is valid: still a candidate, and nothing to release on stop.
+    let (_, read) = expect(&mut lease_api, Method::GET, LEASE).await;
+    respond(read, StatusCode::OK, &others_lease("host-b_1", "9", 1));
+    elector.stop().await;
+    assert!(lease_api.next_request().await.is_none());
 }

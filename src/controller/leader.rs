@@ -14,10 +14,21 @@
 //! - a 409 Conflict is never retried blindly: the next attempt re-reads the Lease;
 //! - leadership ends when no renewal succeeds within the renew deadline, or at once when the Lease shows
 //!   another holder; the replica then goes back to being a candidate;
-//! - on shutdown the Lease is **not** released (`ReleaseOnCancel: false`): it expires after the lease duration.
+//! - on shutdown a leader **releases** the Lease (client-go's `ReleaseOnCancel: true`, DECISIONS 23; OpenKruise
+//!   leaves it to expire, spec §9): once the controllers have stopped, it updates the Lease on the
+//!   resourceVersion it wrote last with `holderIdentity: ""`, `leaseDurationSeconds: 1`, `acquireTime` =
+//!   `renewTime` = now and `leaseTransitions` kept, as client-go's `release` does. A candidate takes over a
+//!   Lease with an empty holder at once, so a rolling update hands leadership over in one retry period
+//!   instead of the lease duration. The release is attempted only while this replica still holds the Lease,
+//!   at most once and within [`RELEASE_TIMEOUT`]; if it fails the Lease simply expires.
 //!
 //! Leadership is published on a watch channel ([`LeaderElector::is_leader`]) and in the
-//! `kruise_manager_is_leader` gauge. All timing uses tokio's clock (tests run with a paused clock); the
+//! `kruise_manager_is_leader` gauge. The controllers write through [`gated`]: a client that refuses, without
+//! sending it, every request other than a GET made while this replica does not lead. Dropping a controller
+//! on leadership loss (src/controller/runtime.rs) abandons its reconciles, but a reconcile polled in the
+//! same instant could still start a write; the gate makes "no controller write after leadership is lost"
+//! hold at the point a request is issued. (A request already sent when leadership ends cannot be called
+//! back: the API server has no fencing, as for client-go's controllers.) All timing uses tokio's clock (tests run with a paused clock); the
 //! Lease's `acquireTime` / `renewTime` are wall-clock timestamps.
 
 use std::hash::{BuildHasher, Hasher};
@@ -37,6 +48,10 @@ use crate::metrics::{LeaseLabels, Metrics};
 
 /// client-go's `JitterFactor` for the candidate's retry period.
 const JITTER_FACTOR: f64 = 1.2;
+
+/// The longest a release of the Lease on shutdown may take (client-go allows the renew deadline; a pod being
+/// terminated has less to spare, and a release that does not come in time only costs the lease duration).
+pub const RELEASE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// 64 random bits: the SipHash of nothing under a fresh `RandomState` (its keys come from the operating
 /// system's random source, and every new state on a thread uses new keys).
@@ -79,6 +94,38 @@ pub(crate) fn jitter(period: Duration, factor: f64) -> Duration {
     // The top 53 bits as a uniform draw from [0, 1).
     let unit = (random_u64() >> 11) as f64 / (1u64 << 53) as f64;
     period.mul_f64(1.0 + unit * factor)
+}
+
+/// A write refused because this replica does not lead.
+#[derive(Debug, thiserror::Error)]
+#[error("not the leader: {method} {path} refused")]
+pub struct NotLeader {
+    /// The method of the refused request.
+    pub method: http::Method,
+    /// Its path.
+    pub path: String,
+}
+
+/// `client` for the controllers: every request but a GET (reads and watches) is refused with [`NotLeader`],
+/// without reaching the API server, while `leader` is false.
+pub fn gated(client: Client, leader: watch::Receiver<bool>) -> Client {
+    let namespace = client.default_namespace().to_owned();
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let client = client.clone();
+        let leading = *leader.borrow();
+        async move {
+            if request.method() != http::Method::GET && !leading {
+                let refused = NotLeader {
+                    method: request.method().clone(),
+                    path: request.uri().path().to_owned(),
+                };
+                tracing::warn!(error = %refused, "a controller write after leadership ended");
+                return Err(kube::Error::Service(Box::new(refused)));
+            }
+            client.send(request).await
+        }
+    });
+    Client::new(service, namespace)
 }
 
 /// The candidate's retry period, jittered as client-go's.
@@ -287,6 +334,46 @@ impl Elector {
         }
     }
 
+    /// Gives the Lease up (client-go's `release`): only while this replica holds it; true when released.
+    async fn release(&mut self, deadline: Instant) -> bool {
+        if !self.holds_lease() {
+            return false;
+        }
+        let now = now_micro();
+        let record = LeaseSpec {
+            holder_identity: Some(String::new()),
+            lease_duration_seconds: Some(1),
+            acquire_time: Some(now.clone()),
+            renew_time: Some(now),
+            lease_transitions: self
+                .observed
+                .as_ref()
+                .and_then(|o| o.record.lease_transitions),
+            ..LeaseSpec::default()
+        };
+        match self.update(deadline, &record).await {
+            Ok(lease) => {
+                tracing::info!(lease = %self.name, identity = %self.identity, "released the leader Lease");
+                self.observe_written(lease, record);
+                true
+            }
+            Err(CallError::NotFound) => {
+                tracing::warn!(lease = %self.name, "releasing the leader Lease: not found");
+                false
+            }
+            Err(CallError::Other(e)) => {
+                tracing::warn!(lease = %self.name, error = %e, "releasing the leader Lease failed; it will expire");
+                false
+            }
+        }
+    }
+
+    /// Leadership ends on shutdown: the gauge goes to 0 and the Lease is released.
+    async fn resign(mut self) {
+        self.set_leader(false);
+        self.release(Instant::now() + RELEASE_TIMEOUT).await;
+    }
+
     fn set_leader(&self, leader: bool) {
         let changed = self
             .leader
@@ -318,8 +405,7 @@ impl Elector {
             // Leader.
             loop {
                 if sleep_or_stop(self.retry_period, &mut stop).await {
-                    // ReleaseOnCancel is false: the Lease simply expires.
-                    return self.set_leader(false);
+                    return self.resign().await;
                 }
                 let deadline = Instant::now() + self.renew_deadline;
                 let renewed = loop {
@@ -335,7 +421,8 @@ impl Elector {
                         break false;
                     }
                     if sleep_or_stop(self.retry_period, &mut stop).await {
-                        return self.set_leader(false);
+                        // Still the holder as far as this replica knows: release what it may hold.
+                        return self.resign().await;
                     }
                 };
                 if !renewed {
@@ -418,7 +505,9 @@ impl LeaderElector {
         self.is_leader.clone()
     }
 
-    /// Stops competing; leadership (and the gauge) go to false. The Lease is not released.
+    /// Stops competing; leadership (and the gauge) go to false and a Lease this replica holds is released
+    /// (within [`RELEASE_TIMEOUT`]). Call it after the controllers stopped: nothing may write once another
+    /// replica can lead.
     pub async fn stop(mut self) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take()

@@ -9,7 +9,9 @@
 //! - it works only while this replica leads, and only once every cache the controller reads has synced
 //!   ([`Reconciler::synced`]); each time it starts leading it reconciles every object once;
 //! - losing leadership drops the controller, which aborts the reconciles in flight (kube-runtime spawns each
-//!   as a task cancelled on drop), so a replica that lost the Lease writes nothing more;
+//!   as a task cancelled on drop), so a replica that lost the Lease writes nothing more; the controllers'
+//!   client ([`crate::controller::leader::gated`]) also refuses any write issued once leadership is false,
+//!   so a reconcile polled in the instant leadership ends cannot slip one out;
 //! - a failed reconcile (an error, or longer than [`Settings::reconcile_timeout`]) is retried after
 //!   [`Settings::min_backoff`] doubling per failure in a row up to [`Settings::max_backoff`]; a change of
 //!   the object or of what it depends on retries it at once;

@@ -424,7 +424,8 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Serves one admission request for `spec`, counted in its path's metrics (the path is the label, as
-/// controller-runtime).
+/// controller-runtime); with `--max-in-flight` requests already in flight, sheds it at once with HTTP 429
+/// (src/server/limit.rs).
 pub async fn admit(
     state: &AppState,
     spec: &'static WebhookSpec,
@@ -433,6 +434,18 @@ pub async fn admit(
 ) -> Response {
     let started = Instant::now();
     let path = metrics.path();
+    // Held until the answer is built; none left means shed at once, body unread (src/server/limit.rs).
+    let Some(_permit) = state.limit.try_admit() else {
+        metrics.shed.inc();
+        metrics.count(429);
+        tracing::debug!(
+            webhook = spec.name,
+            path,
+            max_in_flight = state.limit.max(),
+            "overloaded: admission request shed with 429"
+        );
+        return state.limit.shed_response();
+    };
     metrics.in_flight.inc();
     let (parts, body) = request.into_parts();
     let (status, response_body, code) = match admit_body(state, spec, &parts.headers, body, started)

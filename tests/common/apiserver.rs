@@ -6,7 +6,9 @@
 //! (whole), WATCH (the events since the requested resourceVersion, then live ones), GET of one object,
 //! `PUT .../status` with optimistic concurrency (a resourceVersion that is not the stored one is a 409 with
 //! the API server's text), and POST of events (counted). Faults can be injected into status writes: a share
-//! of them failing with 500, or the next few answering 409 after a concurrent write of its own.
+//! of them failing with 500, or the next few answering 409 after a concurrent write of its own. It can also
+//! go away altogether ([`StandIn::go_down`]): open watches end and every request fails to connect, until
+//! [`StandIn::come_back`].
 
 #![allow(dead_code)]
 
@@ -115,6 +117,10 @@ struct State {
     conflicts: usize,
     /// Requests the stand-in does not serve.
     unexpected: Vec<String>,
+    /// Down: every request fails as a refused connection, and is listed in `refused`.
+    down: bool,
+    /// Requests refused while down, as `METHOD path`.
+    refused: Vec<String>,
     /// Every request other than a GET, as `METHOD path`.
     writes: Vec<String>,
     /// Called with each object stored, under the stand-in's lock (so in the order of the writes).
@@ -210,7 +216,20 @@ impl StandIn {
         let stand_in = self.clone();
         let service = tower::service_fn(move |request: Request<kube::client::Body>| {
             let stand_in = stand_in.clone();
-            async move { Ok::<_, Infallible>(stand_in.handle(request).await) }
+            async move {
+                {
+                    let mut state = stand_in.lock();
+                    if state.down {
+                        let call = format!("{} {}", request.method(), request.uri().path());
+                        state.refused.push(call);
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionRefused,
+                            "the stand-in API server is down",
+                        ));
+                    }
+                }
+                Ok(stand_in.handle(request).await)
+            }
         });
         kube::Client::new(service, "default")
     }
@@ -324,6 +343,25 @@ impl StandIn {
     /// Every event posted.
     pub fn events(&self) -> Vec<Value> {
         self.lock().events_posted.clone()
+    }
+
+    /// The API server goes away: open watches end, and every request from now on fails as a refused
+    /// connection (objects stay; [`StandIn::update`] still edits them, as writers the server cannot see).
+    pub fn go_down(&self) {
+        let mut state = self.lock();
+        state.down = true;
+        // Dropping the senders ends the watch streams.
+        state.watchers.clear();
+    }
+
+    /// The API server is back: requests are served again (watches resume from their resourceVersion).
+    pub fn come_back(&self) {
+        self.lock().down = false;
+    }
+
+    /// Every request refused while down, as `METHOD path`.
+    pub fn refused(&self) -> Vec<String> {
+        self.lock().refused.clone()
     }
 
     /// Requests the stand-in does not serve.
