@@ -365,13 +365,31 @@ fn creates_with_commit() {
         latencies.sort();
         let mut by_subset: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut refused = 0;
-        for (review, _, response) in &answers {
+        // The latencies of the creates that reserved a place (a, b), of the others, of the refused.
+        let mut by_kind: [Vec<Duration>; 3] = Default::default();
+        for (review, took, response) in &answers {
             if response["allowed"] != true {
                 refused += 1;
+                by_kind[2].push(*took);
                 continue;
             }
             let (subset, key) = placed(review, response);
+            let reserved = matches!(subset.as_deref(), Some("a" | "b"));
+            by_kind[usize::from(!reserved)].push(*took);
             by_subset.entry(subset.unwrap_or_else(|| "<none>".into())).or_default().push(key);
+        }
+        for (kind, mut took) in ["reserving", "not reserving", "refused"].into_iter().zip(by_kind) {
+            took.sort();
+            if let (Some(first), Some(last)) = (took.first(), took.last()) {
+                println!(
+                    "  {kind}: {} creates, p50 {:.2} ms, p99 {:.2} ms (min {:.2}, max {:.2})",
+                    took.len(),
+                    took[took.len() / 2].as_secs_f64() * 1e3,
+                    took[took.len() * 99 / 100].as_secs_f64() * 1e3,
+                    first.as_secs_f64() * 1e3,
+                    last.as_secs_f64() * 1e3
+                );
+            }
         }
         let stored = stand_in.get("WorkloadSpread", "default", "ws").unwrap();
         let mut over = 0;
