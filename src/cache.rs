@@ -7,6 +7,7 @@
 //! same stores ([`shared`]): one watch per kind for everything this replica does.
 
 pub mod budgets;
+pub mod intern;
 pub mod shared;
 pub mod workloadspreads;
 
@@ -210,7 +211,13 @@ impl LiveCache {
     ) -> Self {
         let cache = Self(Arc::new(LiveStores {
             namespaces: watch_all(&client, shared::whole_lists()),
-            pods: watch_all(&client, shared::paged_lists()),
+            pods: shared::watch(
+                Api::all(client.clone()),
+                (),
+                shared::paged_lists(),
+                intern::strip_and_share,
+                |_, _| {},
+            ),
             claims: watch_all(&client, shared::paged_lists()),
             sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
             budgets: budgets.then(|| watch_all(&client, shared::whole_lists())),

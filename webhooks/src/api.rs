@@ -31,6 +31,7 @@ macro_rules! resource {
 pub mod containerrecreaterequest;
 #[cfg(test)]
 mod crd_schema;
+pub mod intern;
 pub mod node;
 pub mod pod;
 pub mod podunavailablebudget;

@@ -98,7 +98,7 @@ pub fn all_terminated(pod: &SlimPod, set: &[String]) -> bool {
     statuses_complete(pod)
         && statuses(pod)
             .iter()
-            .filter(|s| set.contains(&s.name))
+            .filter(|s| set.iter().any(|n| *n == s.name))
             .all(|s| s.exit_code().is_some())
 }
 
@@ -107,7 +107,7 @@ pub fn all_succeeded(pod: &SlimPod, set: &[String]) -> bool {
     statuses_complete(pod)
         && statuses(pod)
             .iter()
-            .filter(|s| set.contains(&s.name))
+            .filter(|s| set.iter().any(|n| *n == s.name))
             .all(|s| s.exit_code() == Some(0))
 }
 
@@ -183,7 +183,7 @@ pub enum RestartPolicy {
 fn grouped(pod: &SlimPod) -> (Vec<String>, Vec<String>) {
     let (sidecars, mains): (Vec<&SlimContainer>, Vec<&SlimContainer>) =
         containers(pod).iter().partition(|c| is_sidecar(c));
-    let names = |list: Vec<&SlimContainer>| list.into_iter().map(|c| c.name.clone()).collect();
+    let names = |list: Vec<&SlimContainer>| list.into_iter().map(|c| c.name.to_string()).collect();
     (names(sidecars), names(mains))
 }
 
@@ -254,7 +254,7 @@ pub struct ActionSets {
 pub fn action_sets(pod: &SlimPod, virtual_kubelet: bool) -> ActionSets {
     let mut sets = ActionSets::default();
     for c in containers(pod) {
-        let name = c.name.clone();
+        let name = c.name.to_string();
         if !is_sidecar(c) {
             sets.mains.push(name);
         } else if virtual_kubelet {

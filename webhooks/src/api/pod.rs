@@ -28,6 +28,9 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use super::intern::IStr;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -115,6 +118,33 @@ pub struct SlimPod {
 }
 
 impl SlimPod {
+    /// Points the strings pods of one workload share (labels, annotations, container names and images,
+    /// image IDs, condition types and statuses) at the copies `shared` gives.
+    pub fn share_strings(&mut self, shared: &mut dyn FnMut(&str) -> Arc<str>) {
+        self.labels.share(shared);
+        self.annotations.share(shared);
+        if let Some(spec) = &mut self.spec {
+            let init = spec.init_containers.iter_mut().flatten();
+            for c in spec.containers.iter_mut().chain(init) {
+                c.name.share(shared);
+                if let Some(image) = &mut c.image {
+                    image.share(shared);
+                }
+            }
+        }
+        if let Some(status) = &mut self.status {
+            for c in status.conditions.iter_mut().flatten() {
+                c.type_.share(shared);
+                c.status.share(shared);
+            }
+            for c in status.container_statuses.iter_mut().flatten() {
+                c.name.share(shared);
+                c.image.share(shared);
+                c.image_id.share(shared);
+            }
+        }
+    }
+
     /// Kubernetes' `IsRunningAndReady`: phase `Running`, condition `Ready=True`, not being deleted.
     pub fn is_running_and_ready(&self) -> bool {
         let Some(status) = &self.status else {
@@ -170,10 +200,10 @@ fn read_restart_policy<'de, D: Deserializer<'de>>(
 pub struct SlimContainer {
     /// `name`.
     #[serde(default)]
-    pub name: String,
+    pub name: IStr,
     /// `image`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
+    pub image: Option<IStr>,
     /// `env`, only the variables of [`READ_ENV`] (absent when the container has none).
     #[serde(
         default,
@@ -307,10 +337,10 @@ fn read_conditions<'de, D: Deserializer<'de>>(
 pub struct SlimPodCondition {
     /// `type`.
     #[serde(default, rename = "type")]
-    pub type_: String,
+    pub type_: IStr,
     /// `status`: `True`, `False` or `Unknown`.
     #[serde(default)]
-    pub status: String,
+    pub status: IStr,
     /// `lastTransitionTime`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<Time>,
@@ -327,13 +357,13 @@ pub struct SlimPodCondition {
 pub struct SlimContainerStatus {
     /// `name`.
     #[serde(default)]
-    pub name: String,
+    pub name: IStr,
     /// `image`, as the runtime reports it.
     #[serde(default)]
-    pub image: String,
+    pub image: IStr,
     /// `imageID`.
     #[serde(default, rename = "imageID")]
-    pub image_id: String,
+    pub image_id: IStr,
     /// `containerID` (`<runtime>://<id>`), absent until the container was created.
     #[serde(
         default,
@@ -395,9 +425,10 @@ fn is_zero(n: &i32) -> bool {
     *n == 0
 }
 
-/// A small map of strings in one allocation: the pairs, sorted by key.
+/// A small map of strings in one allocation: the pairs, sorted by key (reference-counted, so that the caches
+/// can point equal ones of many objects at one copy: [`StrMap::share`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StrMap(Box<[(Box<str>, Box<str>)]>);
+pub struct StrMap(Box<[(Arc<str>, Arc<str>)]>);
 
 impl StrMap {
     /// The value of `key`.
@@ -426,6 +457,14 @@ impl StrMap {
     /// No pairs.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Points every key and value at the copy `shared` gives for it.
+    pub fn share(&mut self, shared: &mut dyn FnMut(&str) -> Arc<str>) {
+        for (k, v) in &mut *self.0 {
+            *k = shared(k);
+            *v = shared(v);
+        }
     }
 
     /// The pairs as a `BTreeMap`.
@@ -478,7 +517,7 @@ impl FromIterator<(String, String)> for StrMap {
         let map: BTreeMap<String, String> = pairs.into_iter().collect();
         Self(
             map.into_iter()
-                .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+                .map(|(k, v)| (Arc::from(k), Arc::from(v)))
                 .collect(),
         )
     }

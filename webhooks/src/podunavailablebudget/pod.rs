@@ -190,7 +190,7 @@ pub fn is_consistent(pod: &SlimPod, vertical_scaling: bool) -> bool {
             let stale = states.values().any(|state| {
                 state
                     .last_container_statuses
-                    .get(&container.name)
+                    .get(container.name.as_str())
                     .is_some_and(|last| {
                         last.image_id == status.image_id
                             && Some(status.image.as_str()) != container.image.as_deref()

@@ -259,7 +259,7 @@ pub fn is_sidecar_container_update_completed(
     statuses
         .into_iter()
         .flatten()
-        .filter(|cs| container_names.contains(&cs.name))
+        .filter(|cs| container_names.contains(cs.name.as_str()))
         .all(|cs| match last.get(cs.name.as_str()) {
             Some(old) => {
                 !(*old == cs.image_id
@@ -295,7 +295,7 @@ pub fn is_pod_state_consistent(
         }
     };
     let mut all_digest = true;
-    for container in containers(pod).iter().filter(|c| names.contains(&c.name)) {
+    for container in containers(pod).iter().filter(|c| names.contains(c.name.as_str())) {
         if !is_image_digest(container.image.as_deref().unwrap_or("")) {
             // OpenKruise stops at the first sidecar without a digest: later digests are not compared.
             all_digest = false;
@@ -323,7 +323,7 @@ pub fn is_pod_ready(pod: &SlimPod, set: &SidecarSet) -> bool {
     }
     let empty_ok = containers(pod)
         .iter()
-        .all(|c| match empty_images.get(&c.name) {
+        .all(|c| match empty_images.get(c.name.as_str()) {
             Some(empty) if !empty.is_empty() => c.image.as_deref() == Some(*empty),
             _ => true,
         });

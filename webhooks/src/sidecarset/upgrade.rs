@@ -231,7 +231,7 @@ pub fn needs_flip(set: &SidecarSet, pod: &SlimPod) -> bool {
     statuses
         .into_iter()
         .flatten()
-        .filter(|s| !idle.contains(&s.name))
+        .filter(|s| !idle.contains(s.name.as_str()))
         .all(|s| s.ready)
 }
 
