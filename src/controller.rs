@@ -160,7 +160,7 @@ impl Controllers {
             leader.is_leader(),
             runtime::Settings {
                 concurrency: 4,
-                ..runtime::Settings::default()
+                ..runtime::Settings::per_pod()
             },
         );
         // The Job sidecar terminator (spec/sidecar-terminator.md §3, §9; DECISIONS 1): gate
@@ -176,7 +176,7 @@ impl Controllers {
                 sidecar_terminator::Inputs::watch(&client, cache.pod_store().clone()),
                 Arc::new(k8s_openapi::jiff::Timestamp::now),
                 leader.is_leader(),
-                runtime::Settings::default(),
+                runtime::Settings::per_pod(),
             )
         });
         Self {

@@ -61,7 +61,7 @@ pub struct WorkloadUserLabels {
 /// `{result}` of the PUB status writes.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
-    /// The outcome: `written`, `conflict`, `not_found` or `error` for status writes; the SidecarSet update
+    /// The outcome: `written`, `conflict`, `not_found`, `error` or `stale` (not sent: the watch showed a newer version) for status writes; the SidecarSet update
     /// results of [`Metrics::sidecarset_upgrade`].
     pub result: String,
 }
@@ -171,7 +171,7 @@ pub struct Metrics {
     /// without a subset, every subset being full or unschedulable (DECISIONS 18).
     pub spread_full: Family<SpreadLabels, Counter>,
     /// `workloadspread_status_writes_total{result}`: WorkloadSpread status records of the pod webhooks by
-    /// outcome (`written`, `conflict`, `not_found`, `error`).
+    /// outcome (`written`, `conflict`, `not_found`, `error`, `stale`).
     pub spread_writes: Family<ResultLabels, Counter>,
     /// `sidecar_terminator_actions_total{action,result}`: the Job sidecar terminator's writes.
     pub sidecar_terminator_actions: Family<ActionResultLabels, Counter>,

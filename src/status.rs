@@ -430,12 +430,17 @@ async fn commit_one<K: Recorded>(
     }
 }
 
-/// How long a conflict waits for the watch to bring the write that beat it, before reading the object.
-const WATCH_WAIT: Duration = Duration::from_millis(10);
+/// How long a conflict waits (after its pause) for the watch to bring the write that beat it, before reading
+/// the object.
+const WATCH_WAIT: Duration = Duration::from_millis(5);
 
 /// Whether the watch brings, within [`WATCH_WAIT`], a version of the object newer than the one `sent`
 /// (resourceVersions compared as the numbers the API server makes them).
-async fn seen_newer<K: Recorded>(cache: &LiveCache, key: &(String, String), sent: Option<&str>) -> bool {
+async fn seen_newer<K: Recorded>(
+    cache: &LiveCache,
+    key: &(String, String),
+    sent: Option<&str>,
+) -> bool {
     let Some(sent) = sent.and_then(|rv| rv.parse::<u64>().ok()) else {
         return false;
     };
@@ -444,7 +449,13 @@ async fn seen_newer<K: Recorded>(cache: &LiveCache, key: &(String, String), sent
         let watched = K::watched(cache, key);
         if watched
             .as_ref()
-            .and_then(|w| w.metadata().resource_version.as_deref()?.parse::<u64>().ok())
+            .and_then(|w| {
+                w.metadata()
+                    .resource_version
+                    .as_deref()?
+                    .parse::<u64>()
+                    .ok()
+            })
             .is_some_and(|rv| rv > sent)
         {
             return true;
@@ -454,6 +465,26 @@ async fn seen_newer<K: Recorded>(cache: &LiveCache, key: &(String, String), sent
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+}
+
+/// Whether the watch already shows a version of the object newer than the one `sent`.
+fn watched_newer<K: Recorded>(
+    cache: &LiveCache,
+    key: &(String, String),
+    sent: Option<&str>,
+) -> bool {
+    let Some(sent) = sent.and_then(|rv| rv.parse::<u64>().ok()) else {
+        return false;
+    };
+    K::watched(cache, key)
+        .and_then(|w| {
+            w.metadata()
+                .resource_version
+                .as_deref()?
+                .parse::<u64>()
+                .ok()
+        })
+        .is_some_and(|rv| rv > sent)
 }
 
 /// `PUT .../status` of `object`: the resourceVersion the API server answered. Only that is read of the
@@ -474,9 +505,10 @@ async fn put_status<K: Recorded>(
         resource_version: Option<String>,
     }
     let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
-    let mut request = kube::core::Request::new(<K as kube::Resource>::url_path(&(), Some(namespace)))
-        .replace_subresource("status", name, &PostParams::default(), body)
-        .map_err(kube::Error::BuildRequest)?;
+    let mut request =
+        kube::core::Request::new(<K as kube::Resource>::url_path(&(), Some(namespace)))
+            .replace_subresource("status", name, &PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
     request.extensions_mut().insert("replace_status");
     let answer: Answer = cache.client().request(request).await?;
     Ok(answer.metadata.resource_version)
@@ -523,46 +555,59 @@ async fn write_group<K: Recorded>(
     let sent = object.metadata().resource_version.clone();
     let (namespace, name) = target.key();
     let api: Api<K> = Api::namespaced(cache.client().clone(), namespace);
-    let (result, answered) = match put_status(&cache, namespace, name, &*object).await {
+    let written = if watched_newer::<K>(&cache, target.key(), sent.as_deref()) {
+        // The watch already shows a newer version (another replica's write, the controller's): this write
+        // can only conflict. Its members decide again on that version at once, without spending a write.
+        Err(None)
+    } else {
+        put_status(&cache, namespace, name, &*object)
+            .await
+            .map_err(Some)
+    };
+    let (result, answered) = match written {
+        Err(None) => {
+            target.record_write(&metrics, "stale");
+            (Outcome::Again, None)
+        }
+        Err(Some(e)) => match e {
+            kube::Error::Api(e) if e.code == 409 => {
+                target.record_write(&metrics, "conflict");
+                // Someone else wrote it: after a jittered pause (so that replicas that collided do not collide
+                // again), the members decide again on the object as written now: the version the watch has
+                // brought meanwhile (usually within a millisecond or two), else the object read.
+                tokio::time::sleep(backoff(conflicts + 1)).await;
+                let outcome = if seen_newer::<K>(&cache, target.key(), sent.as_deref()).await {
+                    Outcome::Conflict(e.message)
+                } else {
+                    match api.get_opt(name).await {
+                        Ok(Some(fresh)) => {
+                            K::copies(&cache).remember(fresh);
+                            Outcome::Conflict(e.message)
+                        }
+                        Ok(None) => {
+                            K::copies(&cache).forget(target.key());
+                            Outcome::Gone
+                        }
+                        Err(e) => Outcome::Failed(e.to_string()),
+                    }
+                };
+                (outcome, None)
+            }
+            kube::Error::Api(e) if e.code == 404 => {
+                target.record_write(&metrics, "not_found");
+                K::copies(&cache).forget(target.key());
+                (Outcome::Gone, None)
+            }
+            e => {
+                target.record_write(&metrics, "error");
+                tracing::warn!(object = %format!("{namespace}/{name}"), error = %e, "status record not written");
+                (Outcome::Failed(e.to_string()), None)
+            }
+        },
         Ok(answered) => {
             target.record_write(&metrics, "written");
             tracing::debug!(object = %format!("{namespace}/{name}"), "status recorded");
             (Outcome::Written, Some(answered))
-        }
-        Err(kube::Error::Api(e)) if e.code == 409 => {
-            target.record_write(&metrics, "conflict");
-            // Someone else wrote it: the members decide again on the object as written now. The watch
-            // brings that write within a millisecond or two, and deciding on it at once is what gives this
-            // replica a fair chance against a writer that keeps writing (reading it first costs a round
-            // trip, in which that writer writes again). Only when the watch is slow, or the kind not
-            // watched, is the object read, after a jittered pause.
-            let outcome = if seen_newer::<K>(&cache, target.key(), sent.as_deref()).await {
-                Outcome::Conflict(e.message)
-            } else {
-                tokio::time::sleep(backoff(conflicts + 1)).await;
-                match api.get_opt(name).await {
-                    Ok(Some(fresh)) => {
-                        K::copies(&cache).remember(fresh);
-                        Outcome::Conflict(e.message)
-                    }
-                    Ok(None) => {
-                        K::copies(&cache).forget(target.key());
-                        Outcome::Gone
-                    }
-                    Err(e) => Outcome::Failed(e.to_string()),
-                }
-            };
-            (outcome, None)
-        }
-        Err(kube::Error::Api(e)) if e.code == 404 => {
-            target.record_write(&metrics, "not_found");
-            K::copies(&cache).forget(target.key());
-            (Outcome::Gone, None)
-        }
-        Err(e) => {
-            target.record_write(&metrics, "error");
-            tracing::warn!(object = %format!("{namespace}/{name}"), error = %e, "status record not written");
-            (Outcome::Failed(e.to_string()), None)
         }
     };
     {

@@ -71,7 +71,11 @@ mod tests {
             intern(&format!("dropped-{i}"));
         }
         let table = TABLE.lock().unwrap();
-        assert!(table.strings.len() < 3 * MIN_SWEEP, "{}", table.strings.len());
+        assert!(
+            table.strings.len() < 3 * MIN_SWEEP,
+            "{}",
+            table.strings.len()
+        );
         assert!(held.iter().all(|h| table.strings.contains(h)));
         assert!(table.strings.contains(&*a));
     }
@@ -92,9 +96,23 @@ mod tests {
         assert_eq!(p.labels, q.labels);
         strip_and_share(&mut p);
         strip_and_share(&mut q);
-        let value = |p: &SlimPod| p.annotations.get("kruise.io/sidecarset-hash").unwrap().as_ptr();
+        let value = |p: &SlimPod| {
+            p.annotations
+                .get("kruise.io/sidecarset-hash")
+                .unwrap()
+                .as_ptr()
+        };
         assert_eq!(value(&p), value(&q));
-        let image_id = |p: &SlimPod| p.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0].image_id.as_ptr();
+        let image_id = |p: &SlimPod| {
+            p.status
+                .as_ref()
+                .unwrap()
+                .container_statuses
+                .as_ref()
+                .unwrap()[0]
+                .image_id
+                .as_ptr()
+        };
         assert_eq!(image_id(&p), image_id(&q));
         // Still read as decoded.
         assert_eq!(p.labels.get("app"), Some("web"));

@@ -144,4 +144,3 @@ impl<'de> serde::Deserialize<'de> for IStr {
         deserializer.deserialize_str(Visit)
     }
 }
-

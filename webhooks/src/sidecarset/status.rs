@@ -295,7 +295,10 @@ pub fn is_pod_state_consistent(
         }
     };
     let mut all_digest = true;
-    for container in containers(pod).iter().filter(|c| names.contains(c.name.as_str())) {
+    for container in containers(pod)
+        .iter()
+        .filter(|c| names.contains(c.name.as_str()))
+    {
         if !is_image_digest(container.image.as_deref().unwrap_or("")) {
             // OpenKruise stops at the first sidecar without a digest: later digests are not compared.
             all_digest = false;
