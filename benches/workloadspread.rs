@@ -368,7 +368,7 @@ fn creates_with_commit() {
                     let body = review.to_string();
                     let t = Instant::now();
                     let answer = connection.exchange("/mutate-pod", body.as_bytes()).await;
-                    out.push((review, t.elapsed(), answer["response"].clone()));
+                    out.push((review, t.elapsed(), answer["response"].clone(), t));
                 }
             }));
         }
@@ -379,13 +379,25 @@ fn creates_with_commit() {
             answers.extend(task.await.unwrap());
         }
         let elapsed = started.elapsed();
-        let mut latencies: Vec<Duration> = answers.iter().map(|(_, d, _)| *d).collect();
+        let mut latencies: Vec<Duration> = answers.iter().map(|(_, d, _, _)| *d).collect();
+        // The slowest creates: when they were sent (from the start) and where they went.
+        let mut slowest: Vec<_> = answers.iter().collect();
+        slowest.sort_by_key(|(_, d, _, _)| std::cmp::Reverse(*d));
+        for (review, took, response, sent) in slowest.iter().take(3) {
+            let subset = if response["allowed"] == true { placed(review, response).0 } else { Some("refused".into()) };
+            println!(
+                "  slow: {:.1} ms, sent at {:.1} ms, {}",
+                took.as_secs_f64() * 1e3,
+                sent.duration_since(started).as_secs_f64() * 1e3,
+                subset.unwrap_or_else(|| "<none>".into())
+            );
+        }
         latencies.sort();
         let mut by_subset: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut refused = 0;
         // The latencies of the creates that reserved a place (a, b), of the others, of the refused.
         let mut by_kind: [Vec<Duration>; 3] = Default::default();
-        for (review, took, response) in &answers {
+        for (review, took, response, _) in &answers {
             if response["allowed"] != true {
                 refused += 1;
                 by_kind[2].push(*took);
