@@ -1097,9 +1097,25 @@ impl Workloads {
 /// The workloads of the cluster: the live stores and API, or the loaded objects.
 pub fn workloads_of(cluster: &Cluster) -> Option<Workloads> {
     match cluster {
-        Cluster::Fixture(f) => Some(Workloads::from_objects(f.clone())),
+        Cluster::Fixture(f) => Some(listed_once(f)),
         Cluster::Live(c) => c.workloads().cloned(),
     }
+}
+
+/// The workloads of loaded objects, built once per set of objects (the standalone server asks for them on
+/// every pod create a PUB or WorkloadSpread may concern; building them decodes every workload loaded).
+fn listed_once(cluster: &Arc<FixtureCluster>) -> Workloads {
+    type Listed = Option<(std::sync::Weak<FixtureCluster>, Workloads)>;
+    static LISTED: std::sync::Mutex<Listed> = std::sync::Mutex::new(None);
+    let mut listed = LISTED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((of, workloads)) = &*listed
+        && of.upgrade().is_some_and(|c| Arc::ptr_eq(&c, cluster))
+    {
+        return workloads.clone();
+    }
+    let workloads = Workloads::from_objects(cluster.clone());
+    *listed = Some((Arc::downgrade(cluster), workloads.clone()));
+    workloads
 }
 
 /// The top workload of a pod being created, for the related-pub step (§5 step 1): asked only when either
