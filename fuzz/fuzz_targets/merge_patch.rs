@@ -1,0 +1,28 @@
+//! `MergePatchJson` (evanphx/json-patch's `MergePatch`), which SidecarSet injection and upgrade run on a
+//! pod's annotations: document and patch are the input's two halves around its first 0xFF byte (never in
+//! UTF-8). Its output must be JSON; merging it again with the same patch changes nothing (a merge patch
+//! is idempotent).
+#![no_main]
+
+use kruise_webhooks::json::merge_patch;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let (doc, patch) = match data.iter().position(|&b| b == 0xff) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &b"{}"[..]),
+    };
+    let (Ok(doc), Ok(patch)) = (std::str::from_utf8(doc), std::str::from_utf8(patch)) else {
+        return;
+    };
+    let Ok(merged) = merge_patch(doc, patch) else {
+        return;
+    };
+    serde_json::from_str::<serde_json::Value>(&merged).expect("the merged document is JSON");
+    let again = merge_patch(&merged, patch).expect("a merged document merges again");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&again).expect("JSON"),
+        serde_json::from_str::<serde_json::Value>(&merged).expect("JSON"),
+        "merging the same patch twice changes nothing"
+    );
+});
