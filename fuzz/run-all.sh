@@ -43,8 +43,9 @@ for target in "${targets[@]}"; do
         result="FAILED (see $log, fuzz/artifacts/$target/)"
         failed=1
     fi
-    execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
-    echo "$target: ${execs:-?} executions in $(($(date +%s) - start)) s, $result"
-    grep -E '^#[0-9]+ +DONE' "$log" | tail -1 || true
+    stat() { awk -v key="stat::$1:" '$1 == key {print $2}' "$log" | tail -1; }
+    echo "$target: $(stat number_of_executed_units) executions in $(($(date +%s) - start)) s" \
+        "($(stat average_exec_per_sec)/s, slowest unit $(stat slowest_unit_time_sec) s," \
+        "peak RSS $(stat peak_rss_mb) MB), $result"
 done
 exit "$failed"

@@ -1,7 +1,6 @@
 //! `MergePatchJson` (evanphx/json-patch's `MergePatch`), which SidecarSet injection and upgrade run on a
 //! pod's annotations: document and patch are the input's two halves around its first 0xFF byte (never in
-//! UTF-8). Its output must be JSON; merging it again with the same patch changes nothing (a merge patch
-//! is idempotent).
+//! UTF-8). Its output must be JSON, which an empty patch leaves as it is.
 #![no_main]
 
 use kruise_webhooks::json::merge_patch;
@@ -18,11 +17,15 @@ fuzz_target!(|data: &[u8]| {
     let Ok(merged) = merge_patch(doc, patch) else {
         return;
     };
-    serde_json::from_str::<serde_json::Value>(&merged).expect("the merged document is JSON");
-    let again = merge_patch(&merged, patch).expect("a merged document merges again");
-    assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&again).expect("JSON"),
-        serde_json::from_str::<serde_json::Value>(&merged).expect("JSON"),
-        "merging the same patch twice changes nothing"
-    );
+    let value =
+        serde_json::from_str::<serde_json::Value>(&merged).expect("the merged document is JSON");
+    // An empty patch changes no object. (Merging the same patch again may: evanphx keeps the nulls of an
+    // array that replaces an object, and prunes them from one that replaces an array.)
+    if let Ok(again) = merge_patch(&merged, "{}") {
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&again).expect("JSON"),
+            value,
+            "an empty patch changes nothing"
+        );
+    }
 });
