@@ -91,6 +91,8 @@ def main():
         for j, obj in enumerate(objects(json.loads(text))):
             write("review_object", bytes([i, j]) + compact(obj).encode())
 
+    deep_and_huge(names)
+
     for q in sorted(quantities) + ["100m", "1Gi", "1.5e3", "-0.1Ki", "9223372036854775807", "1E", ".5",
                                    "+1e-3", "0.000000001", "12345678901234567890Ei", "\"250Mi\"", "2.5"]:
         write("quantity", q)
@@ -106,6 +108,38 @@ def main():
         ('{"a":"<&>\\u2028"}', '{"b":"\\ud83d\\ude00"}'),
     ]:
         write("merge_patch", doc.encode() + b"\xff" + patch.encode())
+
+
+def deep_and_huge(names):
+    """Seeds at the extremes, for mutations to start from: nesting at and past Go's 10,000 levels, long
+    strings and lists (within run-all.sh's -max_len of 256 KiB)."""
+    deep = "[" * 10_001 + "]" * 10_001
+    deep_objects = '{"a":' * 10_000 + "1" + "}" * 10_000
+    long = "x" * 200_000
+    pod = json.loads((ROOT / "examples/requests/create-web-pod.json").read_text())["request"]["object"]
+    index = names.index("examples/create-web-pod")
+    for where, value in [("label", deep), ("annotation", deep_objects), ("label", f'"{long}"'),
+                         ("containers", "[" + ",".join(f'{{"name":"c{i}","image":"i"}}' for i in range(5000)) + "]")]:
+        marked = json.loads(json.dumps(pod))
+        if where == "containers":
+            marked["spec"]["containers"] = "@@"
+        else:
+            marked["metadata"][where + "s"]["deep"] = "@@"
+        text = compact(marked).replace('"@@"', value, 1)
+        write("raw_pod", text)
+        write("review_object", bytes([index, 0]) + text.encode())
+        review = json.loads((ROOT / "examples/requests/create-web-pod.json").read_text())
+        review["request"]["object"] = "@@"
+        body = compact(review).replace('"@@"', text, 1)
+        write("admission_review", body)
+        write("review_chain", bytes([index]) + body.encode())
+    write("merge_patch", deep.encode() + b"\xff{}")
+    write("merge_patch", b'{"a":1}\xff' + deep_objects.encode())
+    write("merge_patch", ('{"a":"%s"}' % long).encode() + b'\xff{"b":null}')
+    write("go_regexp", ("(" * 1000 + "a" + ")" * 1000).encode() + b"\xffa")
+    write("go_regexp", ("(?:a{2,3}" * 500 + ")" * 500).encode() + b"\xffaaa")
+    write("quantity", "1" * 40 + "Ki")
+    write("quantity", "0." + "0" * 100 + "1")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(merged) = merge_patch(doc, patch) else {
         return;
     };
+    // Go's scanner takes `\ud800` (a lone surrogate) and untouched text is copied: serde_json, which
+    // refuses it, checks only texts it reads itself.
+    let serde_reads = |t: &str| serde_json::from_str::<serde_json::Value>(t).is_ok();
+    if !(serde_reads(doc) && serde_reads(patch)) {
+        return;
+    }
     let value =
         serde_json::from_str::<serde_json::Value>(&merged).expect("the merged document is JSON");
     // An empty patch changes no object. (Merging the same patch again may: evanphx keeps the nulls of an
