@@ -6,7 +6,8 @@
 //! - writing: [`patch`] (RFC 6902 operations whose values may be JSON text copied as it stands, the diff,
 //!   the patch text), `write_string` and `write_value` (serde_json's bytes), `write_base64`;
 //! - Go's texts: [`go`] (`json.Marshal`'s escaping, `strconv.Quote`, `encoding/json`'s error texts) and
-//!   `merge_patch` (evanphx/json-patch's `MergePatch`, byte for byte);
+//!   [`merge_patch()`] (evanphx/json-patch's `MergePatch`, byte for byte; public for the fuzz targets and the
+//!   deep-input tests);
 //! - Kubernetes' strategic-merge patch of a Pod: [`strategic_merge`] (apimachinery's
 //!   `StrategicMergePatch` on `v1.Pod`'s patch metadata, over `serde_json::Value`s).
 //!
@@ -44,7 +45,7 @@ pub mod strategic_merge;
 mod write;
 
 pub(crate) use cursor::{Cursor, string_value};
-pub(crate) use merge_patch::merge_patch;
+pub use merge_patch::{BAD_DOCUMENT, BAD_PATCH, merge_patch};
 pub use raw::RawJson;
 #[cfg(test)]
 pub(crate) use scan::MAX_NESTING;
