@@ -484,14 +484,16 @@ pub fn mutate(
     let mut earlier = Vec::new();
     // 2: WorkloadSpread (spec/workloadspread.md §5.1-§5.6), when the I/O layer found that a WorkloadSpread may
     // manage the pod (its namespace has one, the pod a controller): the common pod create builds nothing here.
+    let spread_namespace = Some(doc.metadata_str("namespace"))
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default")
+        .to_owned();
     if let Some(facts) = ctx.spreads
         && spread_step_runs(req, ctx.gates)?
+        && create::may_manage(&spread_namespace, view, facts)
     {
         let before = doc.to_value();
-        let namespace = Some(doc.metadata_str("namespace"))
-            .filter(|n| !n.is_empty())
-            .unwrap_or("default")
-            .to_owned();
+        let namespace = spread_namespace;
         let created = create::on_create(&before, &namespace, view, facts, ctx.now)
             .map_err(WebhookError::Failed)?;
         verdict.intents.extend(created.intent);

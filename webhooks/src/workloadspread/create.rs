@@ -85,6 +85,38 @@ fn labels_of(pod: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The WorkloadSpreads that may manage a pod of `facts`' owner chain: those whose target is in the chain,
+/// or, when an owner is missing, every one of the namespace (those that could own it through that owner are
+/// looked at, §5.3 step 4). In name order.
+fn candidates(
+    namespace: &str,
+    view: &impl WorkloadSpreadView,
+    facts: &SpreadFacts,
+) -> Vec<Arc<WorkloadSpread>> {
+    if matches!(facts.chain.end, ChainEnd::NotFound(_)) {
+        return view.workload_spreads(namespace);
+    }
+    let mut candidates: Vec<Arc<WorkloadSpread>> = Vec::new();
+    for link in &facts.chain.links {
+        candidates.extend(view.workload_spreads_targeting(namespace, &link.kind, &link.name));
+    }
+    if facts.chain.links.len() > 1 {
+        candidates.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        candidates.dedup_by(|a, b| a.metadata.name == b.metadata.name);
+    }
+    candidates
+}
+
+/// Whether any WorkloadSpread may manage a pod of `facts`' owner chain in `namespace`: when none does, the
+/// step has nothing to look at in the pod (the common case of a namespace with WorkloadSpreads for other
+/// workloads), and the caller need not build the pod's tree.
+pub fn may_manage(namespace: &str, view: &impl WorkloadSpreadView, facts: &SpreadFacts) -> bool {
+    let kinds = WorkloadKinds {
+        custom: &facts.custom,
+    };
+    subset::may_match(&candidates(namespace, view, facts), &facts.chain, kinds)
+}
+
 /// The WorkloadSpread that manages the pod, if any (§5.2, §5.3).
 ///
 /// # Errors
@@ -101,21 +133,7 @@ pub fn spread_for(
     if !wants(pod, kinds) {
         return Ok(None);
     }
-    // Only a WorkloadSpread whose target is in the owner chain can match, unless an owner is missing (then
-    // every one that could own it through that owner must be looked at, §5.3 step 4).
-    let spreads = if matches!(facts.chain.end, ChainEnd::NotFound(_)) {
-        view.workload_spreads(namespace)
-    } else {
-        let mut candidates: Vec<Arc<WorkloadSpread>> = Vec::new();
-        for link in &facts.chain.links {
-            candidates.extend(view.workload_spreads_targeting(namespace, &link.kind, &link.name));
-        }
-        if facts.chain.links.len() > 1 {
-            candidates.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-            candidates.dedup_by(|a, b| a.metadata.name == b.metadata.name);
-        }
-        candidates
-    };
+    let spreads = candidates(namespace, view, facts);
     if spreads.is_empty() {
         return Ok(None);
     }

@@ -66,6 +66,24 @@ pub fn find(
     Ok(None)
 }
 
+/// Whether [`find`] may find one of `spreads` for a pod of `chain` (or fail on it), whatever the pod's
+/// labels: one not being deleted whose target is in the chain, or could own it through a missing owner.
+pub fn may_match(spreads: &[Arc<WorkloadSpread>], chain: &OwnerChain, kinds: WorkloadKinds<'_>) -> bool {
+    spreads.iter().any(|ws| {
+        ws.metadata.deletion_timestamp.is_none()
+            && ws.spec.target_ref.as_ref().is_some_and(|target| {
+                match reference_equal(target, chain, kinds) {
+                    Reference::Match => true,
+                    Reference::NoMatch | Reference::Ignore => false,
+                    Reference::NotFound(_) => chain
+                        .links
+                        .last()
+                        .is_some_and(|missing| could_own(target, missing, kinds)),
+                }
+            })
+    })
+}
+
 /// `targetFilter` (§2.4, §5.3 step 5): none selects every pod, one without a selector none [quirk], an
 /// invalid selector none.
 fn selected(ws: &WorkloadSpread, labels: &BTreeMap<String, String>) -> bool {
