@@ -224,8 +224,14 @@ trait Recorded:
 {
     /// This replica's copies and groups of the kind.
     fn copies(cache: &LiveCache) -> &Copies<Self>;
+    /// The informer of the kind, if watched.
+    fn store(cache: &LiveCache) -> Option<&crate::cache::shared::Shared<Self>>;
     /// The informer's copy of the object, if the kind is watched.
-    fn watched(cache: &LiveCache, key: &(String, String)) -> Option<Arc<Self>>;
+    fn watched(cache: &LiveCache, (namespace, name): &(String, String)) -> Option<Arc<Self>> {
+        Self::store(cache)?
+            .store()
+            .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace))
+    }
     /// The object an intent writes, if the intent is of this kind.
     fn written_by(intent: StatusIntent) -> Option<Self>;
     /// Names the kind a status PUT names, at the stored version (whatever the copy read says).
@@ -236,11 +242,8 @@ impl Recorded for PodUnavailableBudget {
     fn copies(cache: &LiveCache) -> &Copies<Self> {
         cache.budget_copies()
     }
-    fn watched(cache: &LiveCache, (namespace, name): &(String, String)) -> Option<Arc<Self>> {
-        cache
-            .budget_store()?
-            .store()
-            .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace))
+    fn store(cache: &LiveCache) -> Option<&crate::cache::shared::Shared<Self>> {
+        cache.budget_store()
     }
     fn written_by(intent: StatusIntent) -> Option<Self> {
         match intent {
@@ -258,11 +261,8 @@ impl Recorded for WorkloadSpread {
     fn copies(cache: &LiveCache) -> &Copies<Self> {
         cache.spread_copies()
     }
-    fn watched(cache: &LiveCache, (namespace, name): &(String, String)) -> Option<Arc<Self>> {
-        cache
-            .spread_store()?
-            .store()
-            .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace))
+    fn store(cache: &LiveCache) -> Option<&crate::cache::shared::Shared<Self>> {
+        cache.spread_store()
     }
     fn written_by(intent: StatusIntent) -> Option<Self> {
         match intent {
