@@ -509,7 +509,10 @@ mod tests {
         let resynced = reconciles_over_two_hours(Settings::default(), None).await;
         assert!((8..=10).contains(&resynced), "{resynced}");
         // A controller of pods: each once, then only when something changes.
-        assert_eq!(reconciles_over_two_hours(Settings::per_pod(), None).await, 2);
+        assert_eq!(
+            reconciles_over_two_hours(Settings::per_pod(), None).await,
+            2
+        );
     }
 
     #[tokio::test(start_paused = true)]

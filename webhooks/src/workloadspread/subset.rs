@@ -68,7 +68,11 @@ pub fn find(
 
 /// Whether [`find`] may find one of `spreads` for a pod of `chain` (or fail on it), whatever the pod's
 /// labels: one not being deleted whose target is in the chain, or could own it through a missing owner.
-pub fn may_match(spreads: &[Arc<WorkloadSpread>], chain: &OwnerChain, kinds: WorkloadKinds<'_>) -> bool {
+pub fn may_match(
+    spreads: &[Arc<WorkloadSpread>],
+    chain: &OwnerChain,
+    kinds: WorkloadKinds<'_>,
+) -> bool {
     spreads.iter().any(|ws| {
         ws.metadata.deletion_timestamp.is_none()
             && ws.spec.target_ref.as_ref().is_some_and(|target| {

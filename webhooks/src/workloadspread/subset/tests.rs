@@ -336,3 +336,86 @@ fn a_pod_without_name_or_generated_uid_is_refused_not_placed_unrecorded() {
     p.generated_uid = "";
     assert!(choose(&ws(json!(null)), p).is_err());
 }
+
+#[test]
+fn may_match_says_whether_any_spread_can_manage_the_chain_whatever_the_labels() {
+    use crate::workloadspread::workload::{ChainEnd, Link};
+    let spread = |kind: &str, name: &str, deleting: bool| -> Arc<WorkloadSpread> {
+        let mut ws = json!({"metadata": {"name": format!("ws-{name}"), "namespace": "ns"},
+            "spec": {"targetRef": {"apiVersion": if kind == "CloneSet" { "apps.kruise.io/v1alpha1" } else { "apps/v1" },
+                "kind": kind, "name": name},
+                "targetFilter": {"selector": {"matchLabels": {"never": "matched"}}},
+                "subsets": [{"name": "a"}]}});
+        if deleting {
+            ws["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        }
+        Arc::new(serde_json::from_value(ws).unwrap())
+    };
+    let kinds = WorkloadKinds { custom: &[] };
+    let link = |api_version: &str, kind: &str, name: &str| Link {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        name: name.into(),
+    };
+    // A pod of ReplicaSet web-1 of Deployment web.
+    let whole = OwnerChain {
+        links: vec![
+            link("apps/v1", "ReplicaSet", "web-1"),
+            link("apps/v1", "Deployment", "web"),
+        ],
+        end: ChainEnd::Top,
+    };
+    assert!(may_match(
+        &[spread("Deployment", "web", false)],
+        &whole,
+        kinds
+    ));
+    assert!(!may_match(
+        &[spread("Deployment", "web", true)],
+        &whole,
+        kinds
+    ));
+    assert!(!may_match(
+        &[
+            spread("CloneSet", "api", false),
+            spread("Deployment", "other", false)
+        ],
+        &whole,
+        kinds
+    ));
+    // Its ReplicaSet is missing: a Deployment could own the pod through it (find fails on it), a CloneSet not.
+    let missing = OwnerChain {
+        links: vec![link("apps/v1", "ReplicaSet", "web-1")],
+        end: ChainEnd::NotFound("replicasets.apps \"web-1\" not found".into()),
+    };
+    assert!(may_match(
+        &[spread("Deployment", "web", false)],
+        &missing,
+        kinds
+    ));
+    assert!(!may_match(
+        &[spread("CloneSet", "api", false)],
+        &missing,
+        kinds
+    ));
+    let labels = BTreeMap::new();
+    assert!(
+        find(
+            &[spread("CloneSet", "api", false)],
+            &missing,
+            kinds,
+            &labels
+        )
+        .unwrap()
+        .is_none()
+    );
+    assert!(
+        find(
+            &[spread("Deployment", "web", false)],
+            &missing,
+            kinds,
+            &labels
+        )
+        .is_err()
+    );
+}
