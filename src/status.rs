@@ -60,6 +60,8 @@ use crate::metrics::Metrics;
 pub const ATTEMPTS: usize = 3;
 /// The longest a commit may take, reads and writes together: well inside the webhook's 10 s timeout.
 pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(6);
+/// Groups not written for someone else's write that count as one attempt of their members.
+const AGAINS_PER_ATTEMPT: usize = 3;
 /// The most objects one verdict writes (a WorkloadSpread and a PUB today).
 const MAX_OBJECTS: usize = 4;
 
@@ -85,6 +87,13 @@ impl Target {
             (Self::Budget(key), StatusIntent::BudgetSpend(spend)) => spend.key() == *key,
             (Self::Spread(key, _), StatusIntent::SpreadRecord(record)) => record.key() == *key,
             _ => false,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Budget(_) => "PodUnavailableBudget",
+            Self::Spread(..) => "WorkloadSpread",
         }
     }
 
@@ -354,7 +363,10 @@ async fn commit_one<K: Recorded>(
     let group = K::copies(cache).group(target.key());
     let mut conflict = String::new();
     let mut conflicts = 0;
-    // Writes after a predecessor's failure are not this request's attempts, but the deadline bounds them.
+    // A group not written because of someone else's write (the watch showed it first, or the write it was
+    // gathered on failed) is not one of this request's attempts, but every few of them count as one: a
+    // replica that keeps losing to a busy writer gets its answer (a refusal at worst) in bounded time.
+    let mut agains = 0;
     loop {
         let (verdict, mut outcome) = {
             let mut gathering = group.gathering();
@@ -423,7 +435,20 @@ async fn commit_one<K: Recorded>(
                 conflicts += 1;
                 conflict = text;
             }
-            Outcome::Again => {}
+            Outcome::Again => {
+                agains += 1;
+                if agains % AGAINS_PER_ATTEMPT == 0 {
+                    conflicts += 1;
+                    if conflict.is_empty() {
+                        conflict = format!(
+                            "the status of {} {}/{} kept changing under other writers",
+                            target.kind(),
+                            target.key().0,
+                            target.key().1
+                        );
+                    }
+                }
+            }
             Outcome::Gone => return Ok(target.gone(verdict)),
             Outcome::Failed(why) => return Ok(target.unrecorded(&why)),
         }
@@ -567,6 +592,9 @@ async fn write_group<K: Recorded>(
     let (result, answered) = match written {
         Err(None) => {
             target.record_write(&metrics, "stale");
+            // As after a conflict: a pause, so that the members do not decide again in step with the writer
+            // that keeps writing.
+            tokio::time::sleep(backoff(conflicts + 1)).await;
             (Outcome::Again, None)
         }
         Err(Some(e)) => match e {
