@@ -52,7 +52,7 @@ use kruise_webhooks::api::workloadspread::WorkloadSpread;
 use kruise_webhooks::verdict::{BudgetSpend, Denial, SpreadRecord, StatusIntent};
 use kruise_webhooks::{Verdict, WebhookError};
 
-use crate::cache::budgets::{Copies, deciding_on};
+use crate::cache::budgets::{Copies, deciding_on, revision};
 use crate::cache::{Cluster, LiveCache};
 use crate::metrics::Metrics;
 
@@ -466,57 +466,33 @@ async fn commit_one<K: Recorded>(
 /// the object.
 const WATCH_WAIT: Duration = Duration::from_millis(5);
 
-/// Whether the watch brings, within [`WATCH_WAIT`], a version of the object newer than the one `sent`
-/// (resourceVersions compared as the numbers the API server makes them).
+/// Whether the watch brings, within [`WATCH_WAIT`], a version of the object newer than the one `sent`.
 async fn seen_newer<K: Recorded>(
     cache: &LiveCache,
     key: &(String, String),
     sent: Option<&str>,
 ) -> bool {
-    let Some(sent) = sent.and_then(|rv| rv.parse::<u64>().ok()) else {
-        return false;
-    };
     let deadline = Instant::now() + WATCH_WAIT;
     loop {
-        let watched = K::watched(cache, key);
-        if watched
-            .as_ref()
-            .and_then(|w| {
-                w.metadata()
-                    .resource_version
-                    .as_deref()?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .is_some_and(|rv| rv > sent)
-        {
-            return true;
+        match watched_newer::<K>(cache, key, sent) {
+            Some(newer) if newer || Instant::now() >= deadline => return newer,
+            Some(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+            None => return false,
         }
-        if watched.is_none() || Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
-/// Whether the watch already shows a version of the object newer than the one `sent`.
+/// Whether the watch already shows a version of the object newer than the one `sent` (resourceVersions
+/// compared as the numbers the API server makes them); `None` when it cannot tell: `sent` is not such a
+/// number, or the kind is not watched, or the object not in the watch.
 fn watched_newer<K: Recorded>(
     cache: &LiveCache,
     key: &(String, String),
     sent: Option<&str>,
-) -> bool {
-    let Some(sent) = sent.and_then(|rv| rv.parse::<u64>().ok()) else {
-        return false;
-    };
-    K::watched(cache, key)
-        .and_then(|w| {
-            w.metadata()
-                .resource_version
-                .as_deref()?
-                .parse::<u64>()
-                .ok()
-        })
-        .is_some_and(|rv| rv > sent)
+) -> Option<bool> {
+    let sent: u64 = sent?.parse().ok()?;
+    let watched = K::watched(cache, key)?;
+    Some(revision(&*watched).is_some_and(|rv| rv > sent))
 }
 
 /// `PUT .../status` of `object`: the resourceVersion the API server answered. Only that is read of the
@@ -587,7 +563,7 @@ async fn write_group<K: Recorded>(
     let sent = object.metadata().resource_version.clone();
     let (namespace, name) = target.key();
     let api: Api<K> = Api::namespaced(cache.client().clone(), namespace);
-    let written = if watched_newer::<K>(&cache, target.key(), sent.as_deref()) {
+    let written = if watched_newer::<K>(&cache, target.key(), sent.as_deref()) == Some(true) {
         // The watch already shows a newer version (another replica's write, the controller's): this write
         // can only conflict. Its members decide again on that version at once, without spending a write.
         Err(None)

@@ -31,7 +31,7 @@ pub type BudgetCopies = Copies<PodUnavailableBudget>;
 pub type SpreadCopies = Copies<WorkloadSpread>;
 
 /// A resourceVersion as the number the API server makes it (etcd's revision); `None` if it is not one.
-fn revision<K: Metadata<Ty = ObjectMeta>>(object: &K) -> Option<u64> {
+pub fn revision<K: Metadata<Ty = ObjectMeta>>(object: &K) -> Option<u64> {
     object.metadata().resource_version.as_deref()?.parse().ok()
 }
 

@@ -430,6 +430,13 @@ struct CreateOptions {
     dry_run: Option<Vec<String>>,
 }
 
+/// The namespace the WorkloadSpread step reads the pod's in (`default` when it names none).
+fn spread_namespace<'a>(doc: &'a RawPod<'_>) -> &'a str {
+    Some(doc.metadata_str("namespace"))
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default")
+}
+
 /// Whether the WorkloadSpread step runs at all (spec/workloadspread.md §5.1 steps 1-3): gate on, a CREATE,
 /// not a dry run. Options that are absent count as no dry run (OpenKruise fails such a request; every API
 /// server sends them); options that do not decode fail the request (500), as OpenKruise's.
@@ -484,16 +491,12 @@ pub fn mutate(
     let mut earlier = Vec::new();
     // 2: WorkloadSpread (spec/workloadspread.md §5.1-§5.6), when the I/O layer found that a WorkloadSpread may
     // manage the pod (its namespace has one, the pod a controller): the common pod create builds nothing here.
-    let spread_namespace = Some(doc.metadata_str("namespace"))
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default")
-        .to_owned();
     if let Some(facts) = ctx.spreads
         && spread_step_runs(req, ctx.gates)?
-        && create::may_manage(&spread_namespace, view, facts)
+        && create::may_manage(spread_namespace(&doc), view, facts)
     {
         let before = doc.to_value();
-        let namespace = spread_namespace;
+        let namespace = spread_namespace(&doc).to_owned();
         let created = create::on_create(&before, &namespace, view, facts, ctx.now)
             .map_err(WebhookError::Failed)?;
         verdict.intents.extend(created.intent);
