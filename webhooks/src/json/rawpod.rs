@@ -418,10 +418,25 @@ impl<'a> RawPod<'a> {
 
     /// The whole pod as it stands, lists included.
     pub fn to_value(&self) -> Value {
+        self.build_value(None)
+    }
+
+    /// The pod as it stands, but for `spec`: only its members named in `spec_members`, and none of its
+    /// lists. For a step that reads and writes nothing else of the spec: the lists, most of a pod's bytes,
+    /// are neither built nor compared.
+    pub fn to_value_with_spec(&self, spec_members: &[&str]) -> Value {
+        self.build_value(Some(spec_members))
+    }
+
+    /// [`RawPod::to_value`], with `spec` limited to `spec_members` when given.
+    fn build_value(&self, spec_members: Option<&[&str]>) -> Value {
+        let kept = |section: Section, key: &str| {
+            section != Section::Spec || spec_members.is_none_or(|keep| keep.contains(&key))
+        };
         let mut pod = Map::new();
-        let section = |part: &Part<'_>, lists: &[&RawList<'_>]| {
+        let section = |name: Section, part: &Part<'_>, lists: &[&RawList<'_>]| {
             let mut map = Map::new();
-            for field in &part.fields {
+            for field in part.fields.iter().filter(|f| kept(name, &f.key)) {
                 map.insert(field.key.clone().into_owned(), field.tree().clone());
             }
             for list in lists {
@@ -431,14 +446,23 @@ impl<'a> RawPod<'a> {
             }
             map
         };
-        pod.extend(section(&self.top, &[]));
+        let lists = [&self.init_containers, &self.containers, &self.volumes];
+        pod.extend(section(Section::Top, &self.top, &[]));
         let sections = [
-            (Section::Metadata, section(&self.metadata, &[])),
+            (
+                Section::Metadata,
+                section(Section::Metadata, &self.metadata, &[]),
+            ),
             (
                 Section::Spec,
                 section(
+                    Section::Spec,
                     &self.spec,
-                    &[&self.init_containers, &self.containers, &self.volumes],
+                    if spec_members.is_some() {
+                        &lists[..0]
+                    } else {
+                        &lists
+                    },
                 ),
             ),
         ];
@@ -459,7 +483,7 @@ impl<'a> RawPod<'a> {
             let written = self
                 .edits
                 .iter()
-                .any(|e| e.section == name && e.value.is_some());
+                .any(|e| e.section == name && e.value.is_some() && kept(name, e.key));
             let value = match self.part(name).presence {
                 Presence::Absent if map.is_empty() && !written => continue,
                 Presence::Null if map.is_empty() && !written => Value::Null,
@@ -467,7 +491,7 @@ impl<'a> RawPod<'a> {
             };
             pod.insert(name.key().to_owned(), value);
         }
-        for edit in &self.edits {
+        for edit in self.edits.iter().filter(|e| kept(e.section, e.key)) {
             let map = match edit.section {
                 Section::Top => Some(&mut pod),
                 section => pod.get_mut(section.key()).and_then(Value::as_object_mut),

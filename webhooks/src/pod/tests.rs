@@ -840,3 +840,90 @@ spec:
     assert_eq!(names(&patched, "containers"), ["envoy", "main", "log"]);
     assert_eq!(names(&patched, "initContainers"), ["setup"]);
 }
+
+/// The WorkloadSpread step's changes on the pod without its lists: written back member by member when
+/// they stay among the spec members built, the labels and the annotations; anything else sends the step
+/// to the whole pod.
+mod spread_changes {
+    use super::super::SpreadChanges;
+    use serde_json::json;
+
+    fn before() -> serde_json::Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"app": "a"}, "annotations": {"keep": "y"}},
+            "spec": {"tolerations": [{"key": "t", "operator": "Exists"}]}})
+    }
+
+    #[test]
+    fn spec_members_labels_and_annotations_are_written_back() {
+        let mut after = before();
+        after["spec"]["affinity"] = json!({"nodeAffinity": {}});
+        after["spec"]["tolerations"] = json!([]);
+        after["metadata"]["labels"]["zone"] = json!("z1");
+        after["metadata"]["annotations"]["new"] = json!("v");
+        let changes = SpreadChanges::between(&before(), &after).expect("member changes");
+        assert_eq!(
+            changes.spec,
+            vec![
+                ("affinity", Some(json!({"nodeAffinity": {}}))),
+                ("tolerations", Some(json!([])))
+            ]
+        );
+        assert_eq!(
+            changes.labels,
+            Some(Some(json!({"app": "a", "zone": "z1"})))
+        );
+        assert_eq!(
+            changes.annotations,
+            vec![("new".to_owned(), "v".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_spec_absent_before_is_an_empty_one() {
+        let mut before = before();
+        before.as_object_mut().unwrap().remove("spec");
+        let mut after = before.clone();
+        after["spec"] = json!({"affinity": {"nodeAffinity": {}}});
+        let changes = SpreadChanges::between(&before, &after).expect("member changes");
+        assert_eq!(
+            changes.spec,
+            vec![("affinity", Some(json!({"nodeAffinity": {}})))]
+        );
+        assert!(changes.labels.is_none() && changes.annotations.is_empty());
+    }
+
+    #[test]
+    fn anything_else_goes_to_the_whole_pod() {
+        type Change = fn(&mut serde_json::Value);
+        let cases: [(&str, Change); 7] = [
+            ("a list", |p| {
+                p["spec"]["containers"] = json!([{"name": "c"}])
+            }),
+            ("another spec member", |p| {
+                p["spec"]["hostNetwork"] = json!(true)
+            }),
+            ("the name", |p| p["metadata"]["name"] = json!("q")),
+            ("a top member", |p| {
+                p["status"] = json!({"phase": "Pending"})
+            }),
+            ("an annotation removed", |p| {
+                p["metadata"]["annotations"] = json!({"other": "z"});
+            }),
+            ("an annotation not a string", |p| {
+                p["metadata"]["annotations"]["n"] = json!(1);
+            }),
+            ("labels not strings", |p| {
+                p["metadata"]["labels"]["n"] = json!(1)
+            }),
+        ];
+        for (what, change) in cases {
+            let mut after = before();
+            change(&mut after);
+            assert!(
+                SpreadChanges::between(&before(), &after).is_none(),
+                "{what}: expected the whole pod"
+            );
+        }
+    }
+}

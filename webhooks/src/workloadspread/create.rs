@@ -117,6 +117,22 @@ pub fn may_manage(namespace: &str, view: &impl WorkloadSpreadView, facts: &Sprea
     subset::may_match(&candidates(namespace, view, facts), &facts.chain, kinds)
 }
 
+/// Whether no subset of the WorkloadSpreads that may manage a pod of `facts`' owner chain patches with a
+/// directive (`$patch`, `$retainKeys`, `$setElementOrder`, …; read on the text, so a `"$` anywhere counts):
+/// without one, a patch changes only the members it names, and the step may run on part of the pod.
+pub fn patches_without_directives(
+    namespace: &str,
+    view: &impl WorkloadSpreadView,
+    facts: &SpreadFacts,
+) -> bool {
+    candidates(namespace, view, facts).iter().all(|ws| {
+        ws.spec
+            .subsets
+            .iter()
+            .all(|s| s.patch_text().is_none_or(|text| !text.contains("\"$")))
+    })
+}
+
 /// The WorkloadSpread that manages the pod, if any (§5.2, §5.3).
 ///
 /// # Errors
