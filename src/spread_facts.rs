@@ -220,6 +220,22 @@ fn random_uuid() -> String {
     )
 }
 
+/// The parts of a pod the facts read (its metadata and status), without building its spec: most of a
+/// pod's bytes, which the step's own decision reads later if it needs them. `None` when the text is not an
+/// object, or its metadata or status is not one (or null).
+fn pod_head(text: &str) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(default)]
+        metadata: Value,
+        #[serde(default)]
+        status: Value,
+    }
+    let head: Head = serde_json::from_str(text).ok()?;
+    let part = |v: Value| matches!(v, Value::Object(_) | Value::Null).then_some(v);
+    Some(serde_json::json!({"metadata": part(head.metadata)?, "status": part(head.status)?}))
+}
+
 /// The facts of the WorkloadSpread step of a pod CREATE, when it may act (gate on, a pod with a controller
 /// in a namespace with a WorkloadSpread); `None` otherwise.
 pub async fn for_create(
@@ -245,7 +261,7 @@ pub async fn for_create(
     if !cluster.has_workload_spreads(request_namespace) {
         return None;
     }
-    let pod: Value = serde_json::from_str(req.object()?.get()).ok()?;
+    let pod = pod_head(req.object()?.get())?;
     let first = controller_link(pod.pointer("/metadata/ownerReferences"))?;
     let namespace = pod
         .pointer("/metadata/namespace")
@@ -334,6 +350,25 @@ mod tests {
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "4");
         assert!(a.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn the_pod_head_holds_metadata_and_status_only() {
+        let text = r#"{"metadata":{"name":"p","ownerReferences":[{"kind":"ReplicaSet"}]},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Pending"}}"#;
+        assert_eq!(
+            pod_head(text),
+            Some(
+                serde_json::json!({"metadata": {"name": "p", "ownerReferences": [{"kind": "ReplicaSet"}]},
+                "status": {"phase": "Pending"}})
+            )
+        );
+        assert_eq!(
+            pod_head(r#"{"spec":{}}"#),
+            Some(serde_json::json!({"metadata": null, "status": null}))
+        );
+        assert_eq!(pod_head(r#"{"metadata":"x"}"#), None);
+        assert_eq!(pod_head("[1]"), None);
+        assert_eq!(pod_head("{"), None);
     }
 
     #[test]
