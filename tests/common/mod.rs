@@ -3,6 +3,7 @@
 
 pub mod apiserver;
 pub mod mock_api;
+pub mod replica;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
