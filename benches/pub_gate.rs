@@ -36,7 +36,7 @@ mod measure;
 #[path = "common/replicas.rs"]
 mod replicas;
 
-use measure::{env, percentiles};
+use measure::{env, print_percentiles};
 use replicas::Connection;
 
 fn pod(i: usize, budget: &str) -> Value {
@@ -132,14 +132,9 @@ fn decision(c: &mut Criterion) {
         ("eviction_1000_pubs", &evict),
         ("delete_1000_pubs", &delete),
     ] {
-        let (p50, p99) = percentiles(|| {
+        print_percentiles(&format!("pub_gate/{name}"), || {
             black_box(validate(req, &cluster, &ctx).unwrap());
         });
-        println!(
-            "pub_gate/{name}: p50 {:.1} µs, p99 {:.1} µs per call",
-            p50.as_secs_f64() * 1e6,
-            p99.as_secs_f64() * 1e6
-        );
     }
 }
 

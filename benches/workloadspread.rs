@@ -41,7 +41,7 @@ mod measure;
 #[path = "common/replicas.rs"]
 mod replicas;
 
-use measure::{env, percentiles};
+use measure::{env, print_percentiles};
 use replicas::Connection;
 
 const NOW: &str = "2026-11-26T10:00:00Z";
@@ -153,22 +153,12 @@ fn decision(c: &mut Criterion) {
     });
     group.bench_function("create_step_1000_spreads", |b| b.iter(|| black_box(step())));
     group.finish();
-    let (p50, p99) = percentiles(|| {
+    print_percentiles("workloadspread/subset_choice_1000_spreads", || {
         black_box(choose());
     });
-    println!(
-        "workloadspread/subset_choice_1000_spreads: p50 {:.1} µs, p99 {:.1} µs per call",
-        p50.as_secs_f64() * 1e6,
-        p99.as_secs_f64() * 1e6
-    );
-    let (p50, p99) = percentiles(|| {
+    print_percentiles("workloadspread/create_step_1000_spreads", || {
         black_box(step());
     });
-    println!(
-        "workloadspread/create_step_1000_spreads: p50 {:.1} µs, p99 {:.1} µs per call",
-        p50.as_secs_f64() * 1e6,
-        p99.as_secs_f64() * 1e6
-    );
 }
 
 criterion_group!(benches, decision);

@@ -12,7 +12,7 @@ pub fn env(name: &str, default: usize) -> usize {
 }
 
 /// p50 and p99 of the time `f` takes: 20,000 calls under `--bench`, 20 in the smoke run of `cargo test`.
-pub fn percentiles(f: impl Fn()) -> (Duration, Duration) {
+fn percentiles(f: impl Fn()) -> (Duration, Duration) {
     let calls = if std::env::args().any(|a| a == "--bench") {
         20_000
     } else {
@@ -30,4 +30,14 @@ pub fn percentiles(f: impl Fn()) -> (Duration, Duration) {
         samples[samples.len() / 2],
         samples[samples.len() * 99 / 100],
     )
+}
+
+/// Prints p50 and p99 of the time `f` takes ([`percentiles`]) as `<name>: p50 … µs, p99 … µs per call`.
+pub fn print_percentiles(name: &str, f: impl Fn()) {
+    let (p50, p99) = percentiles(f);
+    println!(
+        "{name}: p50 {:.1} µs, p99 {:.1} µs per call",
+        p50.as_secs_f64() * 1e6,
+        p99.as_secs_f64() * 1e6
+    );
 }
