@@ -25,20 +25,24 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kruise_webhook::AppState;
-use kruise_webhook::cache::{Cluster, LiveCache};
-use kruise_webhook::config::ServeConfig;
-use kruise_webhook::server::tls::{CertStore, client_config, server_config};
+use kruise_webhook::cache::LiveCache;
+use kruise_webhook::server::tls::CertStore;
 use kruise_webhook::workload::ServedKinds;
 use kruise_webhooks::fixture::FixtureCluster;
 use kruise_webhooks::workloadspread::subset::{self, Placing};
 use kruise_webhooks::workloadspread::workload::{ChainEnd, Link, OwnerChain};
 use kruise_webhooks::workloadspread::{SpreadFacts, create};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[path = "../tests/common/apiserver.rs"]
 mod apiserver;
+#[path = "common/measure.rs"]
+mod measure;
+#[path = "common/replicas.rs"]
+mod replicas;
+
+use measure::{env, print_percentiles};
+use replicas::Connection;
 
 const NOW: &str = "2026-11-26T10:00:00Z";
 
@@ -87,26 +91,6 @@ fn create_review_of(i: usize, owner: &str) -> Value {
             "userInfo": {"username": "system:serviceaccount:kruise-system:kruise-manager", "groups": ["system:serviceaccounts"]},
             "object": pod, "oldObject": null, "dryRun": false,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}})
-}
-
-fn percentiles(f: impl Fn()) -> (Duration, Duration) {
-    let calls = if std::env::args().any(|a| a == "--bench") {
-        20_000
-    } else {
-        20
-    };
-    let mut samples: Vec<Duration> = (0..calls)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect();
-    samples.sort();
-    (
-        samples[samples.len() / 2],
-        samples[samples.len() * 99 / 100],
-    )
 }
 
 fn decision(c: &mut Criterion) {
@@ -169,34 +153,18 @@ fn decision(c: &mut Criterion) {
     });
     group.bench_function("create_step_1000_spreads", |b| b.iter(|| black_box(step())));
     group.finish();
-    let (p50, p99) = percentiles(|| {
+    print_percentiles("workloadspread/subset_choice_1000_spreads", || {
         black_box(choose());
     });
-    println!(
-        "workloadspread/subset_choice_1000_spreads: p50 {:.1} µs, p99 {:.1} µs per call",
-        p50.as_secs_f64() * 1e6,
-        p99.as_secs_f64() * 1e6
-    );
-    let (p50, p99) = percentiles(|| {
+    print_percentiles("workloadspread/create_step_1000_spreads", || {
         black_box(step());
     });
-    println!(
-        "workloadspread/create_step_1000_spreads: p50 {:.1} µs, p99 {:.1} µs per call",
-        p50.as_secs_f64() * 1e6,
-        p99.as_secs_f64() * 1e6
-    );
 }
 
 criterion_group!(benches, decision);
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// A replica of the server on the stand-in, served over TLS with the given certificate.
+/// A replica of the server on the stand-in (its own caches, its own client, CloneSets served), served over
+/// TLS with the given certificate.
 async fn replica(stand_in: &apiserver::StandIn, store: Arc<CertStore>) -> std::net::SocketAddr {
     let served = ServedKinds {
         clone_sets: true,
@@ -209,72 +177,7 @@ async fn replica(stand_in: &apiserver::StandIn, store: Arc<CertStore>) -> std::n
         true,
         Some((served, "kruise-system")),
     );
-    let cluster = Cluster::Live(cache);
-    while !cluster.synced() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let config = ServeConfig::for_loopback(Vec::new(), std::env::temp_dir());
-    let state = AppState::new(config, cluster);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = axum_server::from_tcp_rustls(
-        listener,
-        axum_server::tls_rustls::RustlsConfig::from_config(server_config(store)),
-    )
-    .unwrap()
-    .map(|tls| tls.acceptor(axum_server::accept::NoDelayAcceptor));
-    tokio::spawn(server.serve(kruise_webhook::app(state).into_make_service()));
-    addr
-}
-
-/// One keep-alive HTTP/1.1 connection over TLS, as the kube-apiserver holds to a webhook.
-struct Connection {
-    stream: tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
-}
-
-impl Connection {
-    async fn open(addr: std::net::SocketAddr, tls: Arc<rustls::ClientConfig>) -> Self {
-        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        tcp.set_nodelay(true).unwrap();
-        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-        let stream = tokio_rustls::TlsConnector::from(tls)
-            .connect(name, tcp)
-            .await
-            .unwrap();
-        Self { stream }
-    }
-
-    /// Sends one review, returns the answer's body.
-    async fn exchange(&mut self, path: &str, body: &[u8]) -> Value {
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-            body.len()
-        );
-        let mut request = head.into_bytes();
-        request.extend_from_slice(body);
-        self.stream.write_all(&request).await.unwrap();
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 16 * 1024];
-        loop {
-            let n = self.stream.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "connection closed");
-            buf.extend_from_slice(&chunk[..n]);
-            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                continue;
-            };
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .expect("a content-length");
-            if buf.len() >= end + 4 + length {
-                assert!(head.starts_with("http/1.1 200"), "{head}");
-                return serde_json::from_slice(&buf[end + 4..end + 4 + length]).unwrap();
-            }
-        }
-    }
+    replicas::serve(cache, store).await
 }
 
 /// The subset a response's patch puts the pod in, and the key of its record (name or generated uid).
@@ -311,21 +214,7 @@ fn creates_with_commit() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        kruise_webhook::install_crypto_provider();
-        // A certificate for the replicas: the standalone server writes one.
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let config = ServeConfig::for_loopback(vec![root.join("examples/cluster.yaml")], dir.path().to_owned());
-        let standalone = kruise_webhook::start(config).await.unwrap();
-        let store = Arc::new(CertStore::default());
-        store
-            .install(
-                &std::fs::read(dir.path().join("tls.crt")).unwrap(),
-                &std::fs::read(dir.path().join("tls.key")).unwrap(),
-            )
-            .unwrap();
-        let ca = std::fs::read_to_string(dir.path().join("ca.crt")).unwrap();
-        standalone.shutdown().await.unwrap();
+        let (store, tls) = replicas::certificate().await;
 
         let stand_in = apiserver::StandIn::new();
         stand_in.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}));
@@ -341,7 +230,6 @@ fn creates_with_commit() {
             replica(&stand_in, store.clone()).await,
             replica(&stand_in, store.clone()).await,
         ];
-        let tls = Arc::new(client_config(ca.as_bytes(), &[b"http/1.1"]).unwrap());
         let connections = 32;
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         // Every connection open and warm (TLS, the pod chain, the caches) before the measured creates start

@@ -11,8 +11,7 @@ use std::time::Duration;
 use base64::Engine;
 use common::apiserver::StandIn;
 use kruise_webhook::AppState;
-use kruise_webhook::cache::{Cluster, LiveCache};
-use kruise_webhook::config::ServeConfig;
+use kruise_webhook::cache::LiveCache;
 use kruise_webhook::controller::podunavailablebudget::{self, PodUnavailableBudgetController};
 use kruise_webhook::controller::runtime::Settings;
 use kruise_webhook::workload::ServedKinds;
@@ -82,17 +81,8 @@ async fn replica(stand_in: &StandIn) -> (AppState, kruise_webhook::controller::r
         false,
         Some((served, "kruise-system")),
     );
-    let cluster = Cluster::Live(cache.clone());
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while !cluster.synced() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("caches synced");
-    let config = ServeConfig::for_loopback(Vec::new(), std::env::temp_dir());
-    let gates = config.gates.clone();
-    let state = AppState::new(config, cluster);
+    let state = common::replica::replica(cache.clone()).await;
+    let gates = state.config.gates.clone();
     let policy =
         kruise_certs::Policy::new("kruise-webhook-service.kruise-system.svc", ["localhost"]);
     let bundle = kruise_certs::execute(

@@ -41,14 +41,7 @@ use kruise_webhooks::fixture::FixtureCluster;
 use serde_json::{Value, json};
 
 fn cases(webhook: &str) -> Vec<std::path::PathBuf> {
-    let dir = common::root().join("tests/fixtures").join(webhook);
-    let mut cases: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    cases.sort();
-    cases
+    common::subdirs(&common::root().join("tests/fixtures").join(webhook))
 }
 
 fn cluster(case: &Path) -> FixtureCluster {

@@ -34,13 +34,7 @@ fn deploy() -> PathBuf {
 
 /// The directories under `deploy/<group>`, sorted.
 fn dirs(group: &str) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(deploy().join(group))
-        .unwrap_or_else(|e| panic!("deploy/{group}: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
+    common::subdirs(&deploy().join(group))
 }
 
 fn name_of(dir: &Path) -> String {
@@ -688,46 +682,40 @@ fn the_command_line_check_catches_an_unknown_flag_or_env() {
         }
         command_line(&objects)
     };
+    // The container with `item` added to its list `list` (args or env).
+    let with_added =
+        |list: &str, item: Value| with(&|c| c[list].as_array_mut().unwrap().push(item.clone()));
+    // Refused, the error naming what is wrong.
+    let refused = |list: &str, item: Value, named: &str| {
+        let error = with_added(list, item).unwrap_err();
+        assert!(error.contains(named), "{error}");
+    };
     with(&|_| {}).unwrap();
-    let error = with(&|c| {
-        c["args"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!("--feature-gate=PodWebhook=false"))
-    })
-    .unwrap_err();
-    assert!(error.contains("--feature-gate"), "{error}");
-    let error = with(&|c| {
-        c["args"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!("--feature-gates=NoSuchGate=true"))
-    })
-    .unwrap_err();
-    assert!(error.contains("NoSuchGate"), "{error}");
-    let error = with(&|c| {
-        c["env"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"name": "WEBHOOK_HOTS", "value": "x"}))
-    })
-    .unwrap_err();
-    assert!(error.contains("WEBHOOK_HOTS"), "{error}");
-    let error = with(&|c| {
-        c["env"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"name": "WEBHOOK_HOST", "value": "https://x"}))
-    })
-    .unwrap_err();
-    assert!(error.contains("WEBHOOK_HOST"), "{error}");
+    refused(
+        "args",
+        json!("--feature-gate=PodWebhook=false"),
+        "--feature-gate",
+    );
+    refused(
+        "args",
+        json!("--feature-gates=NoSuchGate=true"),
+        "NoSuchGate",
+    );
+    refused(
+        "env",
+        json!({"name": "WEBHOOK_HOTS", "value": "x"}),
+        "WEBHOOK_HOTS",
+    );
+    refused(
+        "env",
+        json!({"name": "WEBHOOK_HOST", "value": "https://x"}),
+        "WEBHOOK_HOST",
+    );
     // A flag in args wins over its env, as in the binary: the env alone does not change the log format.
-    let (format, _) = with(&|c| {
-        c["env"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"name": "KRUISE_WEBHOOK_LOG_FORMAT", "value": "text"}))
-    })
+    let (format, _) = with_added(
+        "env",
+        json!({"name": "KRUISE_WEBHOOK_LOG_FORMAT", "value": "text"}),
+    )
     .unwrap();
     assert_eq!(format, LogFormat::Json);
 }

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use common::apiserver::StandIn;
 use kruise_webhook::AppState;
-use kruise_webhook::cache::{Cluster, LiveCache};
-use kruise_webhook::config::ServeConfig;
+use kruise_webhook::cache::LiveCache;
 use serde_json::{Value, json};
 
 const BUDGET_MESSAGE: &str = "podunavailablebudget.policy.kruise.io \"pub-web\" is forbidden: pub unavailable allowed is negative";
@@ -52,16 +51,7 @@ fn cluster(pods: usize, allowed: i32) -> StandIn {
 async fn replica(stand_in: &StandIn) -> AppState {
     kruise_webhook::install_crypto_provider();
     let cache = LiveCache::start(stand_in.client(), None, true);
-    let cluster = Cluster::Live(cache);
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while !cluster.synced() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("caches synced");
-    let config = ServeConfig::for_loopback(Vec::new(), std::env::temp_dir());
-    AppState::new(config, cluster)
+    common::replica::replica(cache).await
 }
 
 fn eviction(i: usize, dry_run: bool) -> Value {

@@ -19,7 +19,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use kruise_webhook::cache::{Cluster, LiveCache};
+use kruise_webhook::cache::LiveCache;
 use kruise_webhook::controller::runtime::{Running, Settings};
 use kruise_webhook::controller::sidecarset::{
     Inputs, SidecarSetController, Snapshot, UpgradeContext, Upgraded, reconcile_and_upgrade,
@@ -211,14 +211,7 @@ async fn controller(stand_in: &StandIn) -> (Running, watch::Sender<bool>, LiveCa
         .sidecar_set_cache()
         .expect("SidecarSet caches")
         .clone();
-    let cluster = Cluster::Live(cache.clone());
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while !cluster.synced() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("caches synced");
+    common::replica::synced(cache.clone()).await;
     let inputs = Inputs {
         sidecar_sets: sets.set_store().clone(),
         revisions: sets.revision_store().clone(),

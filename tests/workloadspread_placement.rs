@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use common::apiserver::StandIn;
 use kruise_webhook::AppState;
-use kruise_webhook::cache::{Cluster, LiveCache};
-use kruise_webhook::config::ServeConfig;
+use kruise_webhook::cache::LiveCache;
 use kruise_webhook::workload::ServedKinds;
 use serde_json::{Value, json};
 
@@ -52,16 +51,7 @@ async fn replica(stand_in: &StandIn) -> AppState {
         true,
         Some((served, "kruise-system")),
     );
-    let cluster = Cluster::Live(cache);
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while !cluster.synced() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("caches synced");
-    let config = ServeConfig::for_loopback(Vec::new(), std::env::temp_dir());
-    AppState::new(config, cluster)
+    common::replica::replica(cache).await
 }
 
 /// The pod of create `i`: named `cs-<i>` for even `i`, `generateName: cs-` for odd ones.

@@ -3,6 +3,7 @@
 
 pub mod apiserver;
 pub mod mock_api;
+pub mod replica;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -55,6 +56,17 @@ pub async fn post(
 /// Reads a fixture file.
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The directories directly under `dir`, sorted.
+pub fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
 }
 
 /// A TLS client that trusts only the PEM CA bundle given (HTTP/1.1 and h2 offered via ALPN).
