@@ -7,6 +7,7 @@
 //! same stores ([`shared`]): one watch per kind for everything this replica does.
 
 pub mod budgets;
+pub mod index;
 pub mod intern;
 pub mod shared;
 pub mod workloadspreads;
@@ -23,9 +24,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::api::{Api, ListParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector;
 use kube::runtime::watcher;
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
@@ -376,18 +377,17 @@ impl LiveCache {
         let Some(store) = self.spreads.as_ref() else {
             return Vec::new();
         };
-        let mut spreads: Vec<Arc<WorkloadSpread>> = store
-            .store()
-            .state_filter(|w| w.metadata.namespace.as_deref() == Some(namespace) && keep(w))
+        // By name: the namespace index's order.
+        store
+            .in_namespace(namespace)
             .into_iter()
+            .filter(|w| keep(w))
             .filter_map(|w| {
                 let name = w.metadata.name.clone().unwrap_or_default();
                 self.spread_copies
                     .newest(&(namespace.to_owned(), name), Some(w))
             })
-            .collect();
-        spreads.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        spreads
+            .collect()
     }
 
     /// The newest WorkloadSpread this replica knows: the informer's, or the copy kept, whichever is newer.
@@ -432,17 +432,6 @@ impl LiveCache {
             }
         }
     }
-}
-
-fn in_namespace<K: Resource<DynamicType = ()> + Clone>(
-    store: &Store<K>,
-    namespace: &str,
-) -> Vec<Arc<K>> {
-    store
-        .state()
-        .into_iter()
-        .filter(|o| o.namespace().as_deref() == Some(namespace))
-        .collect()
 }
 
 impl Cluster {
@@ -646,13 +635,13 @@ impl ClusterView for Cluster {
     fn pods_in(&self, namespace: &str) -> Vec<Arc<SlimPod>> {
         match self {
             Self::Fixture(f) => f.pods_in(namespace),
-            Self::Live(c) => in_namespace(c.pods.store(), namespace),
+            Self::Live(c) => c.pods.in_namespace(namespace),
         }
     }
     fn persistent_volume_claims_in(&self, namespace: &str) -> Vec<Arc<PersistentVolumeClaim>> {
         match self {
             Self::Fixture(f) => f.persistent_volume_claims_in(namespace),
-            Self::Live(c) => in_namespace(c.claims.store(), namespace),
+            Self::Live(c) => c.claims.in_namespace(namespace),
         }
     }
     fn pod(&self, namespace: &str, name: &str) -> Option<Arc<SlimPod>> {
@@ -676,11 +665,10 @@ impl WorkloadSpreadView for Cluster {
     fn has_workload_spreads(&self, namespace: &str) -> bool {
         match self {
             Self::Fixture(f) => f.has_workload_spreads(namespace),
-            Self::Live(c) => c.spreads.as_ref().is_some_and(|s| {
-                s.store()
-                    .find(|w| w.metadata.namespace.as_deref() == Some(namespace))
-                    .is_some()
-            }),
+            Self::Live(c) => c
+                .spreads
+                .as_ref()
+                .is_some_and(|s| s.has_in_namespace(namespace)),
         }
     }
     fn workload_spreads_targeting(
@@ -718,15 +706,12 @@ impl PodUnavailableBudgetView for Cluster {
     fn pod_unavailable_budgets_in(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
         match self {
             Self::Fixture(f) => f.pod_unavailable_budgets_in(namespace),
-            Self::Live(c) => {
-                let mut budgets = c
-                    .budgets
-                    .as_ref()
-                    .map(|b| in_namespace(b.store(), namespace))
-                    .unwrap_or_default();
-                budgets.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-                budgets
-            }
+            // By name: the namespace index's order.
+            Self::Live(c) => c
+                .budgets
+                .as_ref()
+                .map(|b| b.in_namespace(namespace))
+                .unwrap_or_default(),
         }
     }
 }

@@ -152,6 +152,15 @@ fn query<'a>(uri: &'a http::Uri, key: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
+/// The SidecarSet a revision name `sidecarset-<j>-<hash>` belongs to (`j` has 4 digits or more).
+fn set_of_revision(name: &str) -> Option<usize> {
+    name.strip_prefix("sidecarset-")?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn index_of(name: &str) -> Option<usize> {
     name.rsplit('-').next()?.parse().ok()
 }
@@ -343,7 +352,7 @@ impl MockApi {
             (&Method::GET, Kind::Revisions, name) => {
                 let state = self.lock();
                 let stored = state.revisions.get(name).cloned().or_else(|| {
-                    let j = name.strip_prefix("sidecarset-")?.get(..4)?.parse().ok()?;
+                    let j = set_of_revision(name)?;
                     let (n, text) = objects::revision(j, self.initial);
                     (n == name).then_some(text)
                 });
@@ -467,9 +476,7 @@ impl MockApi {
             .unwrap_or_default()
             .to_owned();
         let mut state = self.lock();
-        let initial = name
-            .strip_prefix("sidecarset-")
-            .and_then(|n| n.get(..4)?.parse::<usize>().ok())
+        let initial = set_of_revision(&name)
             .is_some_and(|j| objects::sidecar_set_revision(&self.sizes, j) == name);
         if initial || state.revisions.contains_key(&name) {
             return failure(StatusCode::CONFLICT, "AlreadyExists", &name);

@@ -10,12 +10,15 @@
 //! controller runs on a replica that does not lead), so a slow controller never holds back the webhooks'
 //! view.
 //!
+//! A store may carry secondary indexes ([`super::index`], [`Shared::index`]): the publisher files each change
+//! in them after the store has it and before it publishes it.
+//!
 //! kube-runtime's own shared stores (`store_shared`, behind `unstable-runtime-subscribe`) were not used:
 //! they publish no deletions, and their writer waits for the slowest subscriber.
 
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::{Stream, StreamExt};
 use kube::Resource;
@@ -25,6 +28,8 @@ use kube::runtime::reflector::{Lookup, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
+
+use super::index::{Index, Keys};
 
 /// Changes a subscriber may fall behind by before it is told to start over ([`Change::Relisted`]).
 pub const FEED_CAPACITY: usize = 1024;
@@ -67,7 +72,11 @@ where
 {
     store: Store<K>,
     feed: broadcast::Sender<Change<K>>,
+    indexes: Indexes<K>,
 }
+
+/// The indexes of a store, by name (registered by readers, kept by the publisher).
+type Indexes<K> = Arc<Mutex<Vec<(&'static str, Index<K>)>>>;
 
 impl<K> Clone for Shared<K>
 where
@@ -78,6 +87,7 @@ where
         Self {
             store: self.store.clone(),
             feed: self.feed.clone(),
+            indexes: self.indexes.clone(),
         }
     }
 }
@@ -90,6 +100,34 @@ where
     /// The store.
     pub fn store(&self) -> &Store<K> {
         &self.store
+    }
+
+    /// The store's index called `name`, filing each object under the keys `keys` gives: registered (and
+    /// built from the store) by the first call, the same index for every later call of that name. It
+    /// follows every change from then on ([`super::index`]).
+    pub fn index(&self, name: &'static str, keys: Keys<K>) -> Index<K> {
+        let mut indexes = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, index)) = indexes.iter().find(|(n, _)| *n == name) {
+            return index.clone();
+        }
+        // Built under the lock the publisher takes before changing the store: a change applied to the
+        // store meanwhile is filed again by the publisher, and filing is idempotent.
+        let index = Index::build(keys, &self.store);
+        indexes.push((name, index.clone()));
+        index
+    }
+
+    /// The objects of `namespace`, by name, through the store's namespace index (registered by the first
+    /// call).
+    pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        self.index(super::index::NAMESPACE_INDEX, super::index::by_namespace)
+            .get(namespace)
+    }
+
+    /// Whether `namespace` holds an object (the namespace index, as [`Shared::in_namespace`]).
+    pub fn has_in_namespace(&self, namespace: &str) -> bool {
+        self.index(super::index::NAMESPACE_INDEX, super::index::by_namespace)
+            .contains(namespace)
     }
 
     /// Resolves once the store has its first list.
@@ -129,6 +167,7 @@ where
     writer: Writer<K>,
     reader: Store<K>,
     feed: broadcast::Sender<Change<K>>,
+    indexes: Indexes<K>,
     dyntype: K::DynamicType,
 }
 
@@ -142,14 +181,17 @@ where
         let writer = Writer::new(dyntype.clone());
         let reader = writer.as_reader();
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
+        let indexes = Indexes::default();
         let shared = Shared {
             store: reader.clone(),
             feed: feed.clone(),
+            indexes: indexes.clone(),
         };
         let publisher = Self {
             writer,
             reader,
             feed,
+            indexes,
             dyntype,
         };
         (publisher, shared)
@@ -169,8 +211,20 @@ where
         (publisher, shared)
     }
 
-    /// Applies `event` to the store; returns the change it made, which subscribers also get.
+    /// Applies `event` to the store and its indexes; returns the change it made, which subscribers also
+    /// get.
     pub fn apply(&mut self, event: watcher::Event<K>) -> Option<Change<K>> {
+        let indexes = self.indexes.lock().unwrap_or_else(PoisonError::into_inner);
+        // What the indexes filed the object under before: its state in the store.
+        let old = match &event {
+            watcher::Event::Apply(object) | watcher::Event::Delete(object)
+                if !indexes.is_empty() =>
+            {
+                self.reader
+                    .get(&ObjectRef::from_obj_with(object, self.dyntype.clone()))
+            }
+            _ => None,
+        };
         self.writer.apply_watcher_event(&event);
         let change = match event {
             watcher::Event::Apply(object) => {
@@ -181,6 +235,10 @@ where
             watcher::Event::InitDone => Change::Relisted,
             watcher::Event::Init | watcher::Event::InitApply(_) => return None,
         };
+        for (_, index) in indexes.iter() {
+            index.update(old.as_ref(), &change, &self.reader);
+        }
+        drop(indexes);
         if self.feed.receiver_count() > 0 {
             // No receiver left in between is fine: the change is simply not needed.
             let _ = self.feed.send(change.clone());

@@ -99,19 +99,12 @@ impl Inputs {
     }
 
     fn pods_in(&self, namespace: &str) -> Vec<Arc<SlimPod>> {
-        self.pods
-            .store()
-            .state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
+        self.pods.in_namespace(namespace)
     }
 
     /// The PUBs of a namespace, by name.
     fn budgets_in(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
-        let mut budgets = self
-            .budgets
-            .store()
-            .state_filter(|b| b.metadata.namespace.as_deref() == Some(namespace));
-        budgets.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        budgets
+        self.budgets.in_namespace(namespace)
     }
 }
 

@@ -83,22 +83,44 @@ pub struct Inputs {
     pub namespaces: Shared<Namespace>,
 }
 
+/// The index of pods by the SidecarSets their `kruise.io/sidecarset-injected-list` names.
+const INJECTED_BY_INDEX: &str = "sidecarset-injected-list";
+/// The index of ControllerRevisions by their `kruise.io/sidecarset-name` label.
+const REVISIONS_OF_INDEX: &str = "sidecarset-name";
+
+/// The names a pod's injected list holds ([`status::is_pod_injected`] reads the same list).
+fn injected_names(pod: &SlimPod) -> Vec<String> {
+    pod.annotations
+        .get(INJECTED_LIST_ANNOTATION)
+        .map(|list| list.split(',').map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// The SidecarSet a ControllerRevision is labelled with.
+fn revision_owner(revision: &SlimRevision) -> Vec<String> {
+    revision
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(SIDECARSET_NAME_LABEL))
+        .map(|name| vec![name.clone()])
+        .unwrap_or_default()
+}
+
 impl SidecarSetSource for Inputs {
     fn revisions(&self, namespace: &str, set_name: &str) -> Vec<Arc<SlimRevision>> {
-        self.revisions.store().state_filter(|r| {
-            r.metadata.namespace.as_deref() == Some(namespace)
-                && r.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(SIDECARSET_NAME_LABEL))
-                    .is_some_and(|n| n == set_name)
-        })
+        // An index, not a scan: one reconcile per SidecarSet, so a scan per reconcile is quadratic.
+        let mut revisions = self
+            .revisions
+            .index(REVISIONS_OF_INDEX, revision_owner)
+            .get(set_name);
+        revisions.retain(|r| r.metadata.namespace.as_deref() == Some(namespace));
+        revisions
     }
     fn pods_injected_by(&self, set_name: &str) -> Vec<Arc<SlimPod>> {
-        // Filtered under the store's lock: only the matches' Arcs are cloned.
         self.pods
-            .store()
-            .state_filter(|p| status::is_pod_injected(p, set_name))
+            .index(INJECTED_BY_INDEX, injected_names)
+            .get(set_name)
     }
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
         self.namespaces
@@ -517,15 +539,11 @@ impl SidecarSetController {
 
 /// The SidecarSets a pod's `kruise.io/sidecarset-injected-list` names.
 fn injected_by(pod: &SlimPod) -> Vec<ObjectRef<SidecarSet>> {
-    pod.annotations
-        .get(INJECTED_LIST_ANNOTATION)
-        .map(|list| {
-            list.split(',')
-                .filter(|n| !n.is_empty())
-                .map(ObjectRef::new)
-                .collect()
-        })
-        .unwrap_or_default()
+    injected_names(pod)
+        .iter()
+        .filter(|n| !n.is_empty())
+        .map(|n| ObjectRef::new(n))
+        .collect()
 }
 
 impl Reconciler for SidecarSetController {

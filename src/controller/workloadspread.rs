@@ -104,9 +104,7 @@ impl Inputs {
     }
 
     fn pods_in(&self, namespace: &str) -> Vec<Arc<SlimPod>> {
-        self.pods
-            .store()
-            .state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
+        self.pods.in_namespace(namespace)
     }
 
     /// The WorkloadSpreads of `namespace` whose targetRef names `(group, kind, name)`.
@@ -118,14 +116,13 @@ impl Inputs {
         name: &str,
     ) -> Vec<ObjectRef<WorkloadSpread>> {
         self.spreads
-            .store()
-            .state_filter(|w| {
-                w.metadata.namespace.as_deref() == Some(namespace)
-                    && w.spec.target_ref.as_ref().is_some_and(|t| {
-                        t.kind == kind && t.name == name && api_group(&t.api_version) == Some(group)
-                    })
-            })
+            .in_namespace(namespace)
             .iter()
+            .filter(|w| {
+                w.spec.target_ref.as_ref().is_some_and(|t| {
+                    t.kind == kind && t.name == name && api_group(&t.api_version) == Some(group)
+                })
+            })
             .map(|w| ObjectRef::from_obj(&**w))
             .collect()
     }

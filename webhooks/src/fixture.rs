@@ -120,6 +120,38 @@ pub fn yaml_options() -> serde_saphyr::Options {
     options
 }
 
+/// What [`FixtureCluster::objects`] keeps of a SidecarSet: its apiVersion, kind and identifying metadata
+/// (what counting custom resources and finding objects by name read). A dump of 50,000 SidecarSets held
+/// whole as JSON values took gigabytes beside the typed and prepared copies the webhooks read.
+fn identity(obj: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for key in ["apiVersion", "kind"] {
+        if let Some(v) = obj.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(meta) = obj.get("metadata").and_then(Value::as_object) {
+        let kept: serde_json::Map<String, Value> = meta
+            .iter()
+            .filter(|(k, _)| {
+                matches!(
+                    k.as_str(),
+                    "name"
+                        | "namespace"
+                        | "uid"
+                        | "resourceVersion"
+                        | "generation"
+                        | "labels"
+                        | "deletionTimestamp"
+                )
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.insert("metadata".into(), Value::Object(kept));
+    }
+    Value::Object(out)
+}
+
 impl FixtureCluster {
     /// Loads every object of a YAML (multi-document) or JSON text; `v1 List`s are expanded.
     /// Returns the number of objects added.
@@ -129,14 +161,18 @@ impl FixtureCluster {
     pub fn load_str(&mut self, text: &str, source_name: &str) -> Result<usize, FixtureError> {
         let mut added = 0;
         for (i, doc) in documents(text, source_name)?.into_iter().enumerate() {
-            let items = match doc.get("kind").and_then(Value::as_str) {
-                Some(k) if k.ends_with("List") && doc.get("items").is_some() => {
-                    match doc.get("items") {
-                        Some(Value::Array(items)) => items.clone(),
-                        _ => Vec::new(),
-                    }
-                }
-                _ => vec![doc],
+            let is_list = doc
+                .get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.ends_with("List"))
+                && doc.get("items").is_some();
+            // Taken, not copied: a dump's List is most of its text.
+            let items = match doc {
+                Value::Object(mut list) if is_list => match list.remove("items") {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                },
+                doc => vec![doc],
             };
             for item in items {
                 self.insert(item)
@@ -200,9 +236,17 @@ impl FixtureCluster {
             ("apps/v1", "ControllerRevision") => self.revisions.push(typed(&obj, kind, name)?),
             ("apps.kruise.io/v1beta1" | "apps.kruise.io/v1alpha1", "SidecarSet") => {
                 // The apiserver serves v1beta1 through our conversion; files get the same.
-                let v1beta1 = crate::conversion::convert_object(&obj, "apps.kruise.io/v1beta1")
-                    .map_err(|e| e.to_string())?;
-                self.sidecar_sets.upsert(typed(&v1beta1, kind, name)?);
+                let set = if api_version == "apps.kruise.io/v1beta1" {
+                    typed(&obj, kind, name)?
+                } else {
+                    let v1beta1 = crate::conversion::convert_object(&obj, "apps.kruise.io/v1beta1")
+                        .map_err(|e| e.to_string())?;
+                    typed(&v1beta1, kind, name)?
+                };
+                self.sidecar_sets.upsert(set);
+                // Held typed (and prepared) above: only what the raw list is read for is kept of it.
+                self.objects.push(Arc::new(identity(&obj)));
+                return Ok(());
             }
             ("policy.kruise.io/v1beta1" | "policy.kruise.io/v1alpha1", "PodUnavailableBudget") => {
                 // As the apiserver stores it: v1beta1, the v1alpha1 annotations converted.
@@ -255,7 +299,8 @@ impl FixtureCluster {
         count
     }
 
-    /// Every object loaded, raw.
+    /// Every object loaded, raw; of a SidecarSet (held typed) only its apiVersion, kind and identifying
+    /// metadata (name, namespace, uid, resourceVersion, generation, labels, deletionTimestamp).
     pub fn objects(&self) -> &[Arc<Value>] {
         &self.objects
     }
@@ -398,6 +443,51 @@ mod tests {
             .unwrap(),
             1
         );
+    }
+
+    #[test]
+    fn sidecar_sets_are_held_typed_and_listed_raw_by_identity_only() {
+        let mut c = FixtureCluster::default();
+        let set = |api_version: &str, name: &str, deleted: bool| {
+            let mut set = serde_json::json!({"apiVersion": api_version, "kind": "SidecarSet",
+                "metadata": {"name": name, "uid": "u-1", "labels": {"team": "mesh"},
+                             "managedFields": [{"manager": "kubectl"}]},
+                "spec": {"selector": {"matchLabels": {"app": "web"}},
+                         "containers": [{"name": "proxy", "image": "proxy:1"}]}});
+            if deleted {
+                set["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
+            }
+            set
+        };
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+            set("apps.kruise.io/v1beta1", "beta", false),
+            set("apps.kruise.io/v1alpha1", "alpha", true),
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"k": "v"}},
+        ]});
+        assert_eq!(c.load_str(&list.to_string(), "dump.json").unwrap(), 3);
+        // Both versions held typed, with their containers.
+        for name in ["alpha", "beta"] {
+            let typed = c.sidecar_set(name).unwrap();
+            assert_eq!(typed.spec.containers.len(), 1, "{name}");
+        }
+        // The raw list keeps a SidecarSet's identity, and every other kind whole.
+        assert_eq!(
+            *c.objects()[0],
+            serde_json::json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+                "metadata": {"name": "beta", "uid": "u-1", "labels": {"team": "mesh"}}})
+        );
+        assert_eq!(c.objects()[2]["data"]["k"], "v");
+        // What counting custom resources reads is there.
+        let query = CustomResourceQuery {
+            group: "apps.kruise.io".into(),
+            version: "v1beta1".into(),
+            kind: "SidecarSet".into(),
+            list_kind: "SidecarSetList".into(),
+            plural: "sidecarsets".into(),
+            namespaced: false,
+        };
+        let count = c.count_custom_resources(&query);
+        assert_eq!((count.total, count.terminating), (2, 1));
     }
 
     #[test]
