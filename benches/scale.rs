@@ -414,6 +414,13 @@ async fn live(sizes: Sizes, settle: Duration, idle: Duration, changes: usize, re
         sizes.spreads,
         sizes.namespaces
     );
+    // The memory figures depend on it: deploy/ sets 0 (freed memory returned at once).
+    println!(
+        "allocator: mimalloc, MIMALLOC_PURGE_DELAY={}",
+        std::env::var("MIMALLOC_PURGE_DELAY").unwrap_or_else(|_| {
+            "unset (mimalloc's default: freed pages stay resident a while)".into()
+        })
+    );
     let (rss_start, _) = memory();
 
     // 1. Caches: what `serve` starts for the pod webhooks.

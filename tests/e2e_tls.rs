@@ -325,7 +325,11 @@ async fn shutdown_turns_readiness_off_and_drains_in_flight_requests() {
     // Every request in flight when the shutdown began completes with its verdict.
     held.release();
     for (i, request) in requests.into_iter().enumerate() {
-        let answer = request.await.unwrap().expect("in-flight request completes");
+        let answer = tokio::time::timeout(Duration::from_secs(30), request)
+            .await
+            .expect("an in-flight request completes once released")
+            .unwrap()
+            .expect("in-flight request completes");
         denied_as_expected(&format!("held-{i}"), &answer);
     }
     shutdown.await.unwrap().unwrap();
@@ -398,7 +402,10 @@ async fn overload_at_five_times_capacity_sheds_the_excess_at_once_and_serves_the
     // The admitted requests all complete with their verdict.
     held.release();
     for (i, request) in admitted.into_iter().enumerate() {
-        denied_as_expected(&format!("held-{i}"), &request.await.unwrap().unwrap());
+        let answer = tokio::time::timeout(Duration::from_secs(30), request)
+            .await
+            .expect("an admitted request completes once released");
+        denied_as_expected(&format!("held-{i}"), &answer.unwrap().unwrap());
     }
     // Capacity is back and the server keeps serving.
     assert_eq!(server.state().limit.available(), LIMIT);

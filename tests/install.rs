@@ -226,7 +226,7 @@ fn env_flags() -> BTreeMap<String, String> {
 
 /// The validated configuration the rendered Deployment's container runs with: its args, and each env var the
 /// binary reads given as the flag it stands for (a flag in args wins, as in clap). An env var the binary does
-/// not read (other than `RUST_LOG`, the log filter) is an error, as is a command line it refuses.
+/// not read (other than `RUST_LOG`, the log filter, and `MIMALLOC_PURGE_DELAY`, the allocator's) is an error, as is a command line it refuses.
 fn command_line(objects: &[Value]) -> Result<(LogFormat, ServeConfig), String> {
     let deployment = find(objects, "Deployment", "kruise-webhook");
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
@@ -252,6 +252,13 @@ fn command_line(objects: &[Value]) -> Result<(LogFormat, ServeConfig), String> {
         if name == "RUST_LOG" {
             tracing_subscriber::EnvFilter::try_new(&value)
                 .map_err(|e| format!("RUST_LOG={value}: {e}"))?;
+            continue;
+        }
+        // The allocator's option (mimalloc reads it at start): milliseconds, a whole number.
+        if name == "MIMALLOC_PURGE_DELAY" {
+            value
+                .parse::<u32>()
+                .map_err(|e| format!("MIMALLOC_PURGE_DELAY={value}: {e}"))?;
             continue;
         }
         let long = flags

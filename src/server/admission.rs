@@ -483,7 +483,15 @@ async fn admit_body(
     tracing::debug!(uid = %req.uid, object = ?req.object, old_object = ?req.old_object, "admission request");
     let outcome = AssertUnwindSafe(async {
         if let Some(hook) = &state.before_decide {
-            hook(req);
+            // A hook may block (tests hold requests in it): on a multi-thread runtime its worker hands its
+            // queue to another thread meanwhile, so no task (the one that would release it) waits behind it
+            // in a queue no other worker may take from.
+            match tokio::runtime::Handle::current().runtime_flavor() {
+                tokio::runtime::RuntimeFlavor::MultiThread => {
+                    tokio::task::block_in_place(|| hook(req));
+                }
+                _ => hook(req),
+            }
         }
         let env = Env::now(&state.config.gates, &state.config.namespace);
         decide_and_commit(state, &env, spec, req).await
