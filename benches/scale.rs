@@ -414,7 +414,7 @@ async fn live(sizes: Sizes, settle: Duration, idle: Duration, changes: usize, re
         sizes.spreads,
         sizes.namespaces
     );
-    // The memory figures depend on it: deploy/ sets 0 (freed memory returned at once).
+    // The memory figures depend on it: deploy/ sets 1 (freed memory returned after 1 ms).
     println!(
         "allocator: mimalloc, MIMALLOC_PURGE_DELAY={}",
         std::env::var("MIMALLOC_PURGE_DELAY").unwrap_or_else(|_| {
