@@ -473,6 +473,25 @@ const SPREAD_SPEC_MEMBERS: [&str; 8] = [
     "topologySpreadConstraints",
 ];
 
+#[cfg(test)]
+thread_local! {
+    /// Tests set it to run the WorkloadSpread step on the whole pod only, and compare.
+    static WHOLE_POD_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the WorkloadSpread step runs on the pod's members first (always, but in tests that compare it
+/// with the whole-pod path).
+fn members_first() -> bool {
+    #[cfg(test)]
+    {
+        !WHOLE_POD_ONLY.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
+}
+
 /// `value` as an object, absent and `null` as `none`; `None` when it is something else.
 fn map_or_none<'a>(
     value: Option<&'a Value>,
@@ -628,17 +647,18 @@ pub fn mutate(
         let namespace = spread_namespace(&doc).to_owned();
         // First on the pod without its lists, written back member by member; on the whole pod when the
         // subset changed more than that.
-        let on_members = create::patches_without_directives(&namespace, view, facts)
-            .then(|| {
-                let before = doc.to_value_with_spec(&SPREAD_SPEC_MEMBERS);
-                let created = create::on_create(&before, &namespace, view, facts, ctx.now).ok()?;
-                let changes = match &created.pod {
-                    Some(pod) => Some(SpreadChanges::between(&before, pod)?),
-                    None => None,
-                };
-                Some((created, changes))
-            })
-            .flatten();
+        let on_members = (members_first()
+            && create::patches_without_directives(&namespace, view, facts))
+        .then(|| {
+            let before = doc.to_value_with_spec(&SPREAD_SPEC_MEMBERS);
+            let created = create::on_create(&before, &namespace, view, facts, ctx.now).ok()?;
+            let changes = match &created.pod {
+                Some(pod) => Some(SpreadChanges::between(&before, pod)?),
+                None => None,
+            };
+            Some((created, changes))
+        })
+        .flatten();
         let created = match on_members {
             Some((created, changes)) => {
                 if let Some(new_labels) = changes.and_then(|c| c.write(&mut doc)) {

@@ -927,3 +927,140 @@ mod spread_changes {
         }
     }
 }
+
+/// The WorkloadSpread step on the pod's members answers as on the whole pod: same patched pod (the later
+/// steps seeing the labels a subset added), same intents and warnings, same errors, for subset patches
+/// within the members, outside them, with directives, and malformed, on pods of several shapes.
+mod spread_members_match_the_whole_pod {
+    use super::*;
+    use crate::workloadspread::SpreadFacts;
+    use crate::workloadspread::workload::{ChainEnd, Link, OwnerChain};
+
+    const PATCHES: [&str; 21] = [
+        r#"{}"#,
+        r#"{"metadata":{"labels":{"zone":"z1"}}}"#,
+        r#"{"metadata":{"labels":{"app":null}}}"#,
+        r#"{"metadata":{"annotations":{"note":"x"}}}"#,
+        r#"{"metadata":{"annotations":{"team":null}}}"#,
+        r#"{"spec":{"nodeSelector":{"disk":"ssd"}}}"#,
+        r#"{"spec":{"tolerations":[{"key":"k","operator":"Exists"}]}}"#,
+        r#"{"spec":{"affinity":{"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":1,"podAffinityTerm":{"topologyKey":"zone","labelSelector":{"matchLabels":{"app":"web"}}}}]}}}}"#,
+        r#"{"spec":{"priorityClassName":"low"}}"#,
+        r#"{"spec":{"containers":[{"name":"app","env":[{"name":"Z","value":"1"}]}]}}"#,
+        r#"{"spec":{"hostNetwork":true}}"#,
+        r#"{"metadata":{"labels":{"$patch":"replace","zone":"z1"}}}"#,
+        r#"{"spec":{"$retainKeys":["containers"],"containers":[{"name":"app","image":"app:2"}]}}"#,
+        r#"{"metadata":{"labels":{"zone":"z1"},"annotations":{"note":"x"}},"spec":{"schedulerName":"s","runtimeClassName":"r","topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule"}]}}"#,
+        r#"{"metadata":{"name":"other"}}"#,
+        r#"{"spec":{"nodeSelector":null}}"#,
+        r#"{"status":{"phase":"Pending"}}"#,
+        r#"{"metadata":{"labels":{"n":1}}}"#,
+        r#"{"spec":{"tolerations":"x"}}"#,
+        r#"{"metadata":{"annotations":{"kruise.io/sidecarset-hash":"x"}}}"#,
+        r#"{"spec":{"volumes":[{"name":"v","emptyDir":{}}]},"metadata":{"labels":{"zone":"z1"}}}"#,
+    ];
+
+    fn pods() -> [Value; 3] {
+        let owner = json!([{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs",
+            "uid": "uid-cs", "controller": true}]);
+        [
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "cs-a", "labels": {"app": "web"}, "annotations": {"team": "t"},
+                    "ownerReferences": owner},
+                "spec": {"containers": [{"name": "app", "image": "app:1"}], "nodeSelector": {"pool": "p"},
+                    "tolerations": [{"key": "t", "operator": "Exists"}]}}),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"generateName": "cs-", "ownerReferences": owner},
+                "spec": {"containers": [{"name": "app", "image": "app:1"}]}}),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "cs-c", "labels": null, "annotations": null, "ownerReferences": owner},
+                "spec": {"containers": [{"name": "app", "image": "app:1"}], "priorityClassName": "high",
+                    "priority": 5, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Exists"}]}]}}}},
+                "status": {}}),
+        ]
+    }
+
+    fn view(patch: &str) -> FixtureCluster {
+        cluster(&format!(
+            r#"
+apiVersion: v1
+kind: Namespace
+metadata: {{name: default}}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {{name: zonal, annotations: {{kruise.io/sidecarset-hash: hz, kruise.io/sidecarset-hash-without-image: wz}}}}
+spec:
+  selector: {{matchLabels: {{zone: z1}}}}
+  containers: [{{name: zonal-agent, image: "z:1", podInjectPolicy: AfterAppContainer, shareVolumePolicy: {{type: disabled}}}}]
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: WorkloadSpread
+metadata: {{name: ws, namespace: default}}
+spec:
+  targetRef: {{apiVersion: apps.kruise.io/v1alpha1, kind: CloneSet, name: cs}}
+  subsets:
+  - name: a
+    requiredNodeSelector: {{matchExpressions: [{{key: zone, operator: In, values: [z1]}}]}}
+    maxReplicas: 5
+    patch: {patch}
+"#
+        ))
+    }
+
+    /// The answer as compared: the patched pod, the intents and warnings; or the error.
+    fn answer(
+        req: &AdmissionRequest,
+        view: &FixtureCluster,
+        whole: bool,
+    ) -> Result<String, String> {
+        let gates = FeatureGates::default();
+        let facts = SpreadFacts {
+            chain: OwnerChain {
+                links: vec![Link {
+                    api_version: "apps.kruise.io/v1alpha1".into(),
+                    kind: "CloneSet".into(),
+                    name: "cs".into(),
+                }],
+                end: ChainEnd::Top,
+            },
+            custom: Vec::new(),
+            replicas: None,
+            generated_uid: "u".into(),
+        };
+        let ctx = PodContext {
+            spreads: Some(&facts),
+            ..ctx(&gates)
+        };
+        super::super::WHOLE_POD_ONLY.with(|w| w.set(whole));
+        let verdict = mutate(req, view, &ctx);
+        super::super::WHOLE_POD_ONLY.with(|w| w.set(false));
+        let verdict = verdict.map_err(|e| format!("{e:?}"))?;
+        Ok(format!(
+            "{}\n{:?}\n{:?}",
+            apply(req, &verdict),
+            verdict.intents,
+            verdict.warnings
+        ))
+    }
+
+    #[test]
+    fn for_every_patch_and_pod() {
+        let mut on_members = 0;
+        for patch in PATCHES {
+            let view = view(patch);
+            for pod in pods() {
+                let req = request("CREATE", pod.clone(), "");
+                let whole = answer(&req, &view, true);
+                let members = answer(&req, &view, false);
+                assert_eq!(members, whole, "patch {patch} on {pod}");
+                on_members += usize::from(
+                    whole.is_ok() && !patch.contains('$') && !patch.contains("containers"),
+                );
+            }
+        }
+        // The comparison is not empty: most cases answer, and some of them carry the subset's changes.
+        assert!(on_members > 30, "{on_members}");
+    }
+}
