@@ -992,20 +992,7 @@ fn object<'c>(
     kind: &str,
     name: &str,
 ) -> Option<&'c Value> {
-    cluster
-        .objects()
-        .iter()
-        .find(|o| {
-            let api_version = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-            api_group(api_version) == Some(group)
-                && o.get("kind").and_then(Value::as_str) == Some(kind)
-                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-                && o.pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .unwrap_or("default")
-                    == namespace
-        })
-        .map(|o| &**o)
+    cluster.object(group, kind, namespace, name)
 }
 
 /// Steps 7-9 over loaded objects (module docs).

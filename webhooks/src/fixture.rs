@@ -1,7 +1,7 @@
 //! [`FixtureCluster`]: a [`ClusterView`] built from YAML or JSON documents (fixture tests, benches, the
 //! `review` command and the standalone server). Parsing only: the caller reads the files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
@@ -57,6 +57,14 @@ pub struct FixtureCluster {
     /// WorkloadSpreads by namespace, then name (v1beta1).
     spreads: BTreeMap<String, BTreeMap<String, Arc<WorkloadSpread>>>,
     objects: Vec<Arc<Value>>,
+    /// The position in `objects` of the first object of each identity ([`object_key`]).
+    by_identity: HashMap<String, usize>,
+}
+
+/// An object's identity as one key: API group, kind, namespace (`default` when it has none, as lookups by
+/// namespace read it) and name, on lines of their own (no name holds a line break).
+fn object_key(group: &str, kind: &str, namespace: &str, name: &str) -> String {
+    [group, kind, namespace, name].join("\n")
 }
 
 fn documents(text: &str, source_name: &str) -> Result<Vec<Value>, FixtureError> {
@@ -245,7 +253,7 @@ impl FixtureCluster {
                 };
                 self.sidecar_sets.upsert(set);
                 // Held typed (and prepared) above: only what the raw list is read for is kept of it.
-                self.objects.push(Arc::new(identity(&obj)));
+                self.push_object(identity(&obj));
                 return Ok(());
             }
             ("policy.kruise.io/v1beta1" | "policy.kruise.io/v1alpha1", "PodUnavailableBudget") => {
@@ -271,8 +279,37 @@ impl FixtureCluster {
             }
             _ => {}
         }
-        self.objects.push(Arc::new(obj));
+        self.push_object(obj);
         Ok(())
+    }
+
+    /// Keeps `obj` among the raw objects, filed by its identity (the first of an identity is found).
+    fn push_object(&mut self, obj: Value) {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
+        let api_version = text(obj.get("apiVersion"));
+        if let Some(group) = crate::podunavailablebudget::related::api_group(&api_version) {
+            let namespace = obj
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("default");
+            let key = object_key(
+                group,
+                &text(obj.get("kind")),
+                namespace,
+                &text(obj.pointer("/metadata/name")),
+            );
+            self.by_identity.entry(key).or_insert(self.objects.len());
+        }
+        self.objects.push(Arc::new(obj));
+    }
+
+    /// The first object loaded of API group `group`, kind `kind`, namespace `namespace` (objects without
+    /// one are in `default`) and name `name`: one map lookup, however many objects were loaded.
+    pub fn object(&self, group: &str, kind: &str, namespace: &str, name: &str) -> Option<&Value> {
+        let at = self
+            .by_identity
+            .get(&object_key(group, kind, namespace, name))?;
+        self.objects.get(*at).map(|o| &**o)
     }
 
     /// Counts the objects of a custom resource definition, of any version (the apiserver converts).
@@ -488,6 +525,36 @@ mod tests {
         };
         let count = c.count_custom_resources(&query);
         assert_eq!((count.total, count.terminating), (2, 1));
+    }
+
+    #[test]
+    fn objects_are_found_by_group_kind_namespace_and_name_the_first_of_an_identity() {
+        let mut c = FixtureCluster::default();
+        let yaml = r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j, namespace: ns}
+spec: {parallelism: 4}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j, namespace: ns}
+spec: {parallelism: 9}
+---
+apiVersion: game.kruise.io/v1alpha1
+kind: GameServerSet
+metadata: {name: gss}
+spec: {replicas: 10}
+"#;
+        c.load_str(yaml, "objects.yaml").unwrap();
+        let job = c.object("batch", "Job", "ns", "j").expect("the Job");
+        assert_eq!(job["spec"]["parallelism"], 4);
+        // Without a namespace: found in `default`.
+        let gss = c.object("game.kruise.io", "GameServerSet", "default", "gss");
+        assert_eq!(gss.expect("the GameServerSet")["spec"]["replicas"], 10);
+        assert!(c.object("batch", "Job", "other", "j").is_none());
+        assert!(c.object("apps", "Job", "ns", "j").is_none());
+        assert!(c.object("batch", "CronJob", "ns", "j").is_none());
     }
 
     #[test]
