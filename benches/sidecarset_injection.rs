@@ -8,7 +8,12 @@ use std::hint::black_box;
 // The allocator the kruise-webhook binary uses.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// Only its timed loop is used here.
+#[allow(dead_code)]
+#[path = "common/measure.rs"]
+mod measure;
 
 use criterion::{Criterion, criterion_group};
 use kruise_webhooks::FeatureGates;
@@ -74,20 +79,9 @@ fn percentiles(
     req: &AdmissionRequest,
     ctx: &PodContext<'_>,
 ) -> (Duration, Duration) {
-    // `cargo test --benches` (no --bench): a smoke run, a few calls.
-    let calls = if std::env::args().any(|a| a == "--bench") {
-        20_000
-    } else {
-        20
-    };
-    let mut samples: Vec<Duration> = (0..calls)
-        .map(|_| {
-            let t = Instant::now();
-            black_box(mutate(req, view, ctx).unwrap());
-            t.elapsed()
-        })
-        .collect();
-    samples.sort();
+    let samples = measure::samples(|| {
+        black_box(mutate(req, view, ctx).unwrap());
+    });
     if std::env::var_os("TAILS").is_some() {
         for q in [10, 50, 80, 90, 95, 98, 99, 995, 999] {
             let idx = if q > 100 {

@@ -1,5 +1,5 @@
 //! Sizes from the environment and per-call percentiles, for the benches that include this by `#[path]`
-//! (pub_gate and workloadspread).
+//! (pub_gate, workloadspread, sidecarset_injection).
 
 use std::time::{Duration, Instant};
 
@@ -11,8 +11,8 @@ pub fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// p50 and p99 of the time `f` takes: 20,000 calls under `--bench`, 20 in the smoke run of `cargo test`.
-fn percentiles(f: impl Fn()) -> (Duration, Duration) {
+/// The times `f` takes, sorted: 20,000 calls under `--bench`, 20 in the smoke run of `cargo test`.
+pub fn samples(f: impl Fn()) -> Vec<Duration> {
     let calls = if std::env::args().any(|a| a == "--bench") {
         20_000
     } else {
@@ -26,6 +26,12 @@ fn percentiles(f: impl Fn()) -> (Duration, Duration) {
         })
         .collect();
     samples.sort();
+    samples
+}
+
+/// p50 and p99 of the time `f` takes ([`samples`]).
+pub fn percentiles(f: impl Fn()) -> (Duration, Duration) {
+    let samples = samples(f);
     (
         samples[samples.len() / 2],
         samples[samples.len() * 99 / 100],
