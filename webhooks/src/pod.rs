@@ -642,23 +642,22 @@ pub fn mutate(
     // manage the pod (its namespace has one, the pod a controller): the common pod create builds nothing here.
     if let Some(facts) = ctx.spreads
         && spread_step_runs(req, ctx.gates)?
-        && create::may_manage(spread_namespace(&doc), view, facts)
+        && let Some(managing) = create::may_manage(spread_namespace(&doc), view, facts)
     {
         let namespace = spread_namespace(&doc).to_owned();
         // First on the pod without its lists, written back member by member; on the whole pod when the
         // subset changed more than that.
-        let on_members = (members_first()
-            && create::patches_without_directives(&namespace, view, facts))
-        .then(|| {
-            let before = doc.to_value_with_spec(&SPREAD_SPEC_MEMBERS);
-            let created = create::on_create(&before, &namespace, view, facts, ctx.now).ok()?;
-            let changes = match &created.pod {
-                Some(pod) => Some(SpreadChanges::between(&before, pod)?),
-                None => None,
-            };
-            Some((created, changes))
-        })
-        .flatten();
+        let on_members = (members_first() && managing.plain_patches)
+            .then(|| {
+                let before = doc.to_value_with_spec(&SPREAD_SPEC_MEMBERS);
+                let created = create::on_create(&before, &namespace, view, facts, ctx.now).ok()?;
+                let changes = match &created.pod {
+                    Some(pod) => Some(SpreadChanges::between(&before, pod)?),
+                    None => None,
+                };
+                Some((created, changes))
+            })
+            .flatten();
         let created = match on_members {
             Some((created, changes)) => {
                 if let Some(new_labels) = changes.and_then(|c| c.write(&mut doc)) {

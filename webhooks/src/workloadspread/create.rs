@@ -107,29 +107,34 @@ fn candidates(
     candidates
 }
 
-/// Whether any WorkloadSpread may manage a pod of `facts`' owner chain in `namespace`: when none does, the
-/// step has nothing to look at in the pod (the common case of a namespace with WorkloadSpreads for other
-/// workloads), and the caller need not build the pod's tree.
-pub fn may_manage(namespace: &str, view: &impl WorkloadSpreadView, facts: &SpreadFacts) -> bool {
-    let kinds = WorkloadKinds {
-        custom: &facts.custom,
-    };
-    subset::may_match(&candidates(namespace, view, facts), &facts.chain, kinds)
+/// Some WorkloadSpread of the namespace may manage a pod of the owner chain ([`may_manage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MayManage {
+    /// Whether no subset of those WorkloadSpreads patches with a directive (`$patch`, `$retainKeys`,
+    /// `$setElementOrder`, …; read on the text, so a `"$` anywhere counts): without one, a patch changes
+    /// only the members it names, and the step may run on part of the pod.
+    pub plain_patches: bool,
 }
 
-/// Whether no subset of the WorkloadSpreads that may manage a pod of `facts`' owner chain patches with a
-/// directive (`$patch`, `$retainKeys`, `$setElementOrder`, …; read on the text, so a `"$` anywhere counts):
-/// without one, a patch changes only the members it names, and the step may run on part of the pod.
-pub fn patches_without_directives(
+/// Whether any WorkloadSpread may manage a pod of `facts`' owner chain in `namespace`, and how their subsets
+/// patch: `None` when none may, the step then has nothing to look at in the pod (the common case of a
+/// namespace with WorkloadSpreads for other workloads), and the caller need not build the pod's tree.
+pub fn may_manage(
     namespace: &str,
     view: &impl WorkloadSpreadView,
     facts: &SpreadFacts,
-) -> bool {
-    candidates(namespace, view, facts).iter().all(|ws| {
-        ws.spec
-            .subsets
-            .iter()
-            .all(|s| s.patch_text().is_none_or(|text| !text.contains("\"$")))
+) -> Option<MayManage> {
+    let kinds = WorkloadKinds {
+        custom: &facts.custom,
+    };
+    let candidates = candidates(namespace, view, facts);
+    subset::may_match(&candidates, &facts.chain, kinds).then(|| MayManage {
+        plain_patches: candidates.iter().all(|ws| {
+            ws.spec
+                .subsets
+                .iter()
+                .all(|s| s.patch_text().is_none_or(|text| !text.contains("\"$")))
+        }),
     })
 }
 
