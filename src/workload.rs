@@ -752,13 +752,10 @@ impl Finder<'_> {
                 )))?;
                 Ok(found.map(|rc| rc.resolved(kind)))
             }
-            Lookup::Objects(cluster) => {
-                Ok(
-                    object(cluster, namespace, "", "ReplicationController", name)
-                        .and_then(|o| serde_json::from_value::<SlimWorkload>(o.clone()).ok())
-                        .map(|rc| rc.resolved(kind)),
-                )
-            }
+            Lookup::Objects(cluster) => Ok(cluster
+                .object("", "ReplicationController", namespace, name)
+                .and_then(|o| serde_json::from_value::<SlimWorkload>(o.clone()).ok())
+                .map(|rc| rc.resolved(kind))),
         }
     }
 
@@ -984,17 +981,6 @@ async fn kind_info(
     }
 }
 
-/// An object of the files by namespace, group, kind and name.
-fn object<'c>(
-    cluster: &'c FixtureCluster,
-    namespace: &str,
-    group: &str,
-    kind: &str,
-    name: &str,
-) -> Option<&'c Value> {
-    cluster.object(group, kind, namespace, name)
-}
-
 /// Steps 7-9 over loaded objects (module docs).
 fn other_in_objects(
     cluster: &FixtureCluster,
@@ -1003,7 +989,7 @@ fn other_in_objects(
     reference: Reference<'_>,
     options: Options,
 ) -> Option<Workload> {
-    let found = object(cluster, namespace, group, reference.kind, reference.name)?;
+    let found = cluster.object(group, reference.kind, namespace, reference.name)?;
     let replicas = found.pointer("/spec/replicas").and_then(Value::as_i64);
     if replicas.is_none() && !options.existence {
         return None;
@@ -1060,7 +1046,7 @@ impl Workloads {
             return Ok(None);
         };
         match &self.lookup {
-            Lookup::Objects(cluster) => Ok(object(cluster, namespace, group, kind, name).cloned()),
+            Lookup::Objects(cluster) => Ok(cluster.object(group, kind, namespace, name).cloned()),
             Lookup::Api { client, kinds, .. } => {
                 let version = api_version.split_once('/').map_or(api_version, |(_, v)| v);
                 let Some(info) = kind_info(client, kinds, group, version, kind).await? else {
