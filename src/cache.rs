@@ -10,6 +10,7 @@ pub mod budgets;
 pub mod index;
 pub mod intern;
 pub mod shared;
+pub mod sync;
 pub mod workloadspreads;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,7 @@ use budgets::{BudgetCopies, SpreadCopies};
 use kruise_webhooks::view::WorkloadSpreadView;
 use kruise_webhooks::workloadspread::whitelist::CustomWorkload;
 use shared::{Change, Shared};
+use sync::SyncState;
 
 /// How long the live custom-resource count may take before it counts as a list error.
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -152,7 +154,6 @@ pub struct LiveStores {
     spread_whitelist: tokio::sync::OnceCell<Vec<CustomWorkload>>,
     /// Events of the PUB gate (`pub-controller`, as OpenKruise's webhook records them).
     budget_events: crate::events::Recorder,
-    synced: Arc<AtomicBool>,
 }
 
 impl std::ops::Deref for LiveCache {
@@ -235,42 +236,34 @@ impl LiveCache {
             spread_whitelist: tokio::sync::OnceCell::new(),
             budget_events: crate::events::Recorder::new(client.clone(), "pub-controller"),
             client,
-            synced: Arc::new(AtomicBool::new(false)),
         }));
-        let (ns, pods, claims, budgets, synced) = (
-            cache.namespaces.store().clone(),
-            cache.pods.store().clone(),
-            cache.claims.store().clone(),
-            cache.budgets.as_ref().map(|b| b.store().clone()),
-            cache.synced.clone(),
-        );
-        let spread_store = cache.spreads.as_ref().map(|s| s.store().clone());
-        let workloads = cache.workloads.as_ref().map(|w| w.stores().ready());
-        tokio::spawn(async move {
-            let _ = futures::join!(
-                ns.wait_until_ready(),
-                pods.wait_until_ready(),
-                claims.wait_until_ready(),
-                async {
-                    if let Some(budgets) = budgets {
-                        let _ = budgets.wait_until_ready().await;
-                    }
-                },
-                async {
-                    if let Some(spreads) = spread_store {
-                        let _ = spreads.wait_until_ready().await;
-                    }
-                },
-                async {
-                    if let Some(workloads) = workloads {
-                        workloads.await;
-                    }
-                }
-            );
-            synced.store(true, Ordering::Release);
-            tracing::info!("informer caches synced");
-        });
+        sync::report(&cache.sync_states());
         cache
+    }
+
+    /// The sync state of every store readiness waits for: namespaces, pods, claims, and the SidecarSets,
+    /// their ControllerRevisions, PUBs, WorkloadSpreads and workloads where watched.
+    pub fn sync_states(&self) -> Vec<Arc<SyncState>> {
+        let mut states = vec![
+            self.namespaces.sync_state().clone(),
+            self.pods.sync_state().clone(),
+            self.claims.sync_state().clone(),
+        ];
+        if let Some(sidecars) = &self.sidecars {
+            states.push(sidecars.sets.sync_state().clone());
+            states.push(sidecars.revisions.sync_state().clone());
+        }
+        states.extend(self.budgets.iter().map(|b| b.sync_state().clone()));
+        states.extend(self.spreads.iter().map(|s| s.sync_state().clone()));
+        if let Some(workloads) = &self.workloads {
+            states.extend(
+                workloads
+                    .stores()
+                    .all()
+                    .map(|(_, s)| s.sync_state().clone()),
+            );
+        }
+        states
     }
 
     /// The Pods (the SidecarSet controller matches pods in all namespaces).
@@ -440,9 +433,17 @@ impl Cluster {
         match self {
             Self::Fixture(_) => true,
             Self::Live(c) => {
-                c.synced.load(Ordering::Acquire)
+                c.sync_states().iter().all(|s| s.synced())
                     && c.sidecars.as_ref().is_none_or(SidecarSetCache::synced)
             }
+        }
+    }
+
+    /// The sync state of every informer store readiness waits for (none standalone).
+    pub fn sync_states(&self) -> Vec<Arc<SyncState>> {
+        match self {
+            Self::Fixture(_) => Vec::new(),
+            Self::Live(c) => c.sync_states(),
         }
     }
 
@@ -766,9 +767,9 @@ impl SidecarSetCache {
             |_, _| {},
         );
         let synced = Arc::new(AtomicBool::new(false));
-        let (revision_store, all_synced) = (revisions.store().clone(), synced.clone());
+        let (revisions_ready, all_synced) = (revisions.ready(), synced.clone());
         tokio::spawn(async move {
-            let _ = futures::join!(revision_store.wait_until_ready(), async {
+            let _ = futures::join!(revisions_ready, async {
                 index_listed.wait_for(|listed| *listed).await.is_ok()
             });
             all_synced.store(true, Ordering::Release);

@@ -84,6 +84,13 @@ pub struct ActionResultLabels {
     pub result: &'static str,
 }
 
+/// `{resource}` of the informer metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    /// The resource, as kubectl names it (`pods`, `sidecarsets.apps.kruise.io`).
+    pub resource: String,
+}
+
 /// `{name}` of the leader-election metrics: the Lease name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -175,6 +182,9 @@ pub struct Metrics {
     pub spread_writes: Family<ResultLabels, Counter>,
     /// `sidecar_terminator_actions_total{action,result}`: the Job sidecar terminator's writes.
     pub sidecar_terminator_actions: Family<ActionResultLabels, Counter>,
+    /// `informer_synced{resource}`: 1 once the informer store of a resource readiness waits for has its
+    /// first list, else 0 (set at each scrape: [`Metrics::observe_sync`]).
+    pub informer_synced: Family<ResourceLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -347,7 +357,14 @@ impl Metrics {
             "Writes of the Job sidecar terminator (CRR create and delete, image replace, status patch), by result",
             sidecar_terminator_actions.clone(),
         );
+        let informer_synced = Family::<ResourceLabels, Gauge>::default();
+        registry.register(
+            "informer_synced",
+            "Whether the informer cache of a resource readiness waits for has its first list (1) or not (0)",
+            informer_synced.clone(),
+        );
         Self {
+            informer_synced,
             spread_full,
             spread_writes,
             registry: Arc::new(registry),
@@ -369,6 +386,17 @@ impl Metrics {
             workloadspread_cost_patches,
             workloadspread_rescheduled,
             sidecar_terminator_actions,
+        }
+    }
+
+    /// Sets `informer_synced` from the stores' sync states.
+    pub fn observe_sync(&self, states: &[std::sync::Arc<crate::cache::sync::SyncState>]) {
+        for state in states {
+            self.informer_synced
+                .get_or_create(&ResourceLabels {
+                    resource: state.resource().to_owned(),
+                })
+                .set(i64::from(state.synced()));
         }
     }
 

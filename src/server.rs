@@ -125,6 +125,7 @@ async fn not_found() -> impl IntoResponse {
 }
 
 async fn serve_metrics(State(state): State<Arc<AppState>>) -> Response {
+    state.metrics.observe_sync(&state.cluster.sync_states());
     (
         [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
         state.metrics.encode(),

@@ -15,6 +15,14 @@
 //!
 //! kube-runtime's own shared stores (`store_shared`, behind `unstable-runtime-subscribe`) were not used:
 //! they publish no deletions, and their writer waits for the slowest subscriber.
+//!
+//! Whether a store has its first list is [`Shared::ready`] / [`Shared::synced`], a flag of its own
+//! ([`SyncState`], [`super::sync`]), never kube-runtime's `Store::wait_until_ready`: that future keeps one waker per store
+//! (a oneshot receiver polled by every waiter), so of several tasks waiting on one store only the last to
+//! poll is woken. The readiness task, the controllers and kube-runtime's `Controller` all waited on the pod
+//! store at start-up; whenever a replica became leader before its first lists were in (a released Lease, a
+//! fast certificate, many pods), `informer-caches-synced` never passed (issue 36). The same flag records
+//! the watch's last error, for `/readyz?verbose`, the log and the `informer_synced` gauge.
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -30,6 +38,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
 use super::index::{Index, Keys};
+use super::sync::SyncState;
 
 /// Changes a subscriber may fall behind by before it is told to start over ([`Change::Relisted`]).
 pub const FEED_CAPACITY: usize = 1024;
@@ -73,6 +82,7 @@ where
     store: Store<K>,
     feed: broadcast::Sender<Change<K>>,
     indexes: Indexes<K>,
+    sync: Arc<SyncState>,
 }
 
 /// The indexes of a store, by name (registered by readers, kept by the publisher).
@@ -88,6 +98,7 @@ where
             store: self.store.clone(),
             feed: self.feed.clone(),
             indexes: self.indexes.clone(),
+            sync: self.sync.clone(),
         }
     }
 }
@@ -130,16 +141,19 @@ where
             .contains(namespace)
     }
 
-    /// Resolves once the store has its first list.
+    /// Resolves once the store has its first list (any number of waiters: module docs).
     pub fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
-        let store = self.store.clone();
-        // An error means the writer is gone: nothing will ever be listed, and the caller's other waits
-        // (leadership, stop) decide.
-        async move {
-            if store.wait_until_ready().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
+        self.sync.ready()
+    }
+
+    /// Whether the store has had its first list.
+    pub fn synced(&self) -> bool {
+        self.sync.synced()
+    }
+
+    /// Whether the store has its first list, and its watch's last error.
+    pub fn sync_state(&self) -> &Arc<SyncState> {
+        &self.sync
     }
 
     /// The changes from now on (a lagging subscriber gets [`Change::Relisted`] for what it missed). Ends
@@ -168,6 +182,7 @@ where
     reader: Store<K>,
     feed: broadcast::Sender<Change<K>>,
     indexes: Indexes<K>,
+    sync: Arc<SyncState>,
     dyntype: K::DynamicType,
 }
 
@@ -182,19 +197,27 @@ where
         let reader = writer.as_reader();
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
         let indexes = Indexes::default();
+        let sync = Arc::new(SyncState::new(resource_name::<K>(&dyntype)));
         let shared = Shared {
             store: reader.clone(),
             feed: feed.clone(),
             indexes: indexes.clone(),
+            sync: sync.clone(),
         };
         let publisher = Self {
             writer,
             reader,
             feed,
             indexes,
+            sync,
             dyntype,
         };
         (publisher, shared)
+    }
+
+    /// The store's sync state (its watch records errors in it).
+    pub fn sync_state(&self) -> &Arc<SyncState> {
+        &self.sync
     }
 
     /// A store holding `objects`, ready (a first list done), and its publisher.
@@ -239,6 +262,10 @@ where
             index.update(old.as_ref(), &change, &self.reader);
         }
         drop(indexes);
+        // After the store and its indexes have the list: whoever waits reads a listed store.
+        if matches!(change, Change::Relisted) {
+            self.sync.mark_listed();
+        }
         if self.feed.receiver_count() > 0 {
             // No receiver left in between is fine: the change is simply not needed.
             let _ = self.feed.send(change.clone());
@@ -275,7 +302,6 @@ where
     K::DynamicType: Eq + Hash + Clone + Send + Sync,
 {
     let (mut publisher, shared) = Publisher::new(dyntype.clone());
-    let kind = K::kind(&dyntype).into_owned();
     let events = watcher(api, config).default_backoff().modify(strip);
     tokio::spawn(async move {
         futures::pin_mut!(events);
@@ -286,11 +312,43 @@ where
                         on_change(&change, &publisher.reader);
                     }
                 }
-                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
+                Err(e) => {
+                    let sync = publisher.sync_state();
+                    let message = watch_error_message(&e);
+                    tracing::warn!(resource = %sync.resource(), error = %message, "watch failed; retrying");
+                    sync.record_error(message);
+                }
             }
         }
     });
     shared
+}
+
+/// What a failed list or watch says: the error and each cause not already in its text (the API server's
+/// status message, or the connection error under the client's).
+pub fn watch_error_message(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// `plural` or `plural.group`, as kubectl names a resource.
+pub fn resource_name<K: Lookup>(dyntype: &K::DynamicType) -> String {
+    let plural = K::plural(dyntype);
+    let group = K::group(dyntype);
+    if group.is_empty() {
+        plural.into_owned()
+    } else {
+        format!("{plural}.{group}")
+    }
 }
 
 /// kubectl's copy of what it last applied: an annotation as large as the object's spec, never read.

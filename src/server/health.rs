@@ -9,6 +9,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
+use crate::cache::sync::SyncState;
 use crate::server::AppState;
 
 /// What one look at our webhook configurations found, ordered so that the worst of several looks is their
@@ -82,6 +83,28 @@ pub struct Verbose {
     pub verbose: Option<String>,
 }
 
+/// The readiness check of the informer caches.
+pub const CACHES_CHECK: &str = "informer-caches-synced";
+
+/// Under [`CACHES_CHECK`], a line per informer store (with `verbose`; else only those not listed yet):
+/// `[+]informer-cache/pods ok`, or `[-]informer-cache/pods failed: not listed yet, last error 12s ago: ...`.
+fn caches(body: &mut String, states: &[Arc<SyncState>], verbose: bool) {
+    let now = std::time::SystemTime::now();
+    for state in states {
+        if state.synced() {
+            if verbose {
+                body.push_str(&format!("[+]informer-cache/{} ok\n", state.resource()));
+            }
+        } else {
+            body.push_str(&format!(
+                "[-]informer-cache/{} failed: {}\n",
+                state.resource(),
+                state.waiting_reason(now)
+            ));
+        }
+    }
+}
+
 /// `/readyz`: 200 `ok`, or 500 naming the failed checks (`?verbose` lists every check).
 pub async fn ready(
     State(state): State<Arc<AppState>>,
@@ -89,7 +112,7 @@ pub async fn ready(
 ) -> impl IntoResponse {
     let checks = [
         ("serving-certificate", state.certs.loaded()),
-        ("informer-caches-synced", state.cluster.synced()),
+        (CACHES_CHECK, state.cluster.synced()),
         ("ca-bundle-injected", state.readiness.ca_bundle_in_place()),
         (
             "not-shutting-down",
@@ -106,6 +129,9 @@ pub async fn ready(
             body.push_str(&format!("[+]{name} ok\n"));
         } else {
             body.push_str(&format!("[-]{name} failed\n"));
+        }
+        if name == CACHES_CHECK {
+            caches(&mut body, &state.cluster.sync_states(), q.verbose.is_some());
         }
     }
     if ok {
