@@ -324,9 +324,27 @@ where
     shared
 }
 
-/// What a failed list or watch says: the error and each cause not already in its text (the API server's
-/// status message, or the connection error under the client's).
-pub fn watch_error_message(e: &(dyn std::error::Error + 'static)) -> String {
+/// What a failed list or watch says: `list: <the API server's message> (<reason> <code>)` when it
+/// answered, else the client's error with each cause not already in its text (a refused connection, a
+/// timeout).
+pub fn watch_error_message(e: &watcher::Error) -> String {
+    let status = |what: &str, s: &kube::core::Status| {
+        format!("{what}: {} ({} {})", s.message, s.reason, s.code)
+    };
+    let (what, client) = match e {
+        watcher::Error::InitialListFailed(c) => ("list", c),
+        watcher::Error::WatchStartFailed(c) | watcher::Error::WatchFailed(c) => ("watch", c),
+        watcher::Error::WatchError(s) => return status("watch", s),
+        other => return error_chain(other),
+    };
+    match client {
+        kube::Error::Api(s) => status(what, s),
+        other => format!("{what}: {}", error_chain(other)),
+    }
+}
+
+/// An error and each cause not already in its text.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {
@@ -395,5 +413,31 @@ mod tests {
         .unwrap();
         strip_unread_metadata(&mut ns);
         assert_eq!(ns.metadata.annotations, None, "an emptied map is dropped");
+    }
+
+    #[test]
+    fn an_api_server_answer_is_its_message_reason_and_code() {
+        let status = kube::core::Status::failure(
+            "pods is forbidden: User \"system:serviceaccount:kruise-system:kruise-webhook\" cannot list resource \"pods\"",
+            "Forbidden",
+        )
+        .with_code(403);
+        assert_eq!(
+            watch_error_message(&watcher::Error::InitialListFailed(kube::Error::Api(
+                Box::new(status.clone())
+            ))),
+            "list: pods is forbidden: User \"system:serviceaccount:kruise-system:kruise-webhook\" cannot list resource \"pods\" (Forbidden 403)"
+        );
+        assert_eq!(
+            watch_error_message(&watcher::Error::WatchError(Box::new(
+                kube::core::Status::failure("too old resource version: 1 (5)", "Expired")
+                    .with_code(410)
+            ))),
+            "watch: too old resource version: 1 (5) (Expired 410)"
+        );
+        assert_eq!(
+            watch_error_message(&watcher::Error::NoResourceVersion),
+            "no metadata.resourceVersion in watch result (does resource support watch?)"
+        );
     }
 }

@@ -121,14 +121,41 @@ pub fn describe_waiting(states: &[Arc<SyncState>]) -> String {
 /// [`WARN_EVERY`] after that while some have not, naming them and their watches' last errors. Ends when
 /// all are listed, or when the stores are gone (the task keeps none of them alive).
 pub fn report(states: &[Arc<SyncState>]) {
+    let count = states.len();
+    let started = tokio::time::Instant::now();
+    let watching = watch_sync(states, |after, waiting| {
+        tracing::warn!(
+            after_s = after.as_secs(),
+            waiting = %waiting,
+            "informer caches not synced: not ready until they are"
+        );
+    });
+    tokio::spawn(async move {
+        if watching.await {
+            tracing::info!(
+                resources = count,
+                elapsed_s = started.elapsed().as_secs_f64(),
+                "informer caches synced"
+            );
+        }
+    });
+}
+
+/// Resolves true once every store of `states` has its first list, false when they are gone first; calls
+/// `warn(elapsed, waiting)` after [`WARN_AFTER`] and every [`WARN_EVERY`] after that while some have not,
+/// `waiting` as [`describe_waiting`] has them.
+pub fn watch_sync(
+    states: &[Arc<SyncState>],
+    warn: impl Fn(Duration, String) + Send + 'static,
+) -> impl Future<Output = bool> + Send + 'static {
     let weak: Vec<Weak<SyncState>> = states.iter().map(Arc::downgrade).collect();
     let mut flags: Vec<flag::Receiver<bool>> =
         states.iter().map(|s| s.listed.subscribe()).collect();
     let started = tokio::time::Instant::now();
-    tokio::spawn(async move {
+    async move {
         let all_listed = async move {
             for listed in &mut flags {
-                // An error: the store is gone, nothing to report.
+                // An error: the store is gone.
                 if listed.wait_for(|l| *l).await.is_err() {
                     return false;
                 }
@@ -139,30 +166,17 @@ pub fn report(states: &[Arc<SyncState>]) {
         let mut next = WARN_AFTER;
         loop {
             tokio::select! {
-                listed = &mut all_listed => {
-                    if listed {
-                        tracing::info!(
-                            resources = weak.len(),
-                            elapsed_s = started.elapsed().as_secs_f64(),
-                            "informer caches synced"
-                        );
-                    }
-                    return;
-                }
+                listed = &mut all_listed => return listed,
                 () = tokio::time::sleep_until(started + next) => {
                     let Some(states) = weak.iter().map(Weak::upgrade).collect::<Option<Vec<_>>>() else {
-                        return;
+                        return false;
                     };
-                    tracing::warn!(
-                        after_s = next.as_secs(),
-                        waiting = %describe_waiting(&states),
-                        "informer caches not synced: not ready until they are"
-                    );
+                    warn(next, describe_waiting(&states));
                     next += WARN_EVERY;
                 }
             }
         }
-    });
+    }
 }
 
 #[cfg(test)]
@@ -189,6 +203,51 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(1), state.ready())
             .await
             .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stores_not_listed_are_warned_of_after_30_s_and_every_60_s_after() {
+        let (pods, nodes) = (
+            Arc::new(SyncState::new("pods")),
+            Arc::new(SyncState::new("nodes")),
+        );
+        pods.mark_listed();
+        nodes.record_error("list: nodes is forbidden (403)".into());
+        let warnings = Arc::new(Mutex::new(Vec::new()));
+        let seen = warnings.clone();
+        let states = [pods, nodes.clone()];
+        let watching = tokio::spawn(watch_sync(&states, move |after, waiting| {
+            seen.lock().unwrap().push((after.as_secs(), waiting));
+        }));
+        tokio::time::sleep(Duration::from_secs(29)).await;
+        assert!(warnings.lock().unwrap().is_empty(), "nothing before 30 s");
+        tokio::time::sleep(Duration::from_secs(62)).await;
+        {
+            let warnings = warnings.lock().unwrap();
+            let after: Vec<u64> = warnings.iter().map(|(a, _)| *a).collect();
+            assert_eq!(after, [30, 90]);
+            assert!(
+                warnings[0]
+                    .1
+                    .starts_with("nodes: not listed yet, last error "),
+                "{warnings:?}"
+            );
+            assert!(
+                warnings[0].1.ends_with(": list: nodes is forbidden (403)"),
+                "{warnings:?}"
+            );
+        }
+        nodes.mark_listed();
+        assert!(watching.await.unwrap(), "listed at last");
+        assert_eq!(warnings.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_watch_ends_when_the_stores_are_gone() {
+        let state = Arc::new(SyncState::new("pods"));
+        let watching = watch_sync(std::slice::from_ref(&state), |_, _| {});
+        drop(state);
+        assert!(!watching.await);
     }
 
     #[test]
