@@ -79,6 +79,8 @@ fn main() {
             c.readiness(Mode::SelfManagedService)
         }),
         ("unsynced_cache_is_named", |c| c.unsynced_cache_is_named()),
+        // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
+        ("ready_at_scale", |c| c.ready_at_scale()),
     ];
     let (mut passed, mut failed) = (0, 0);
     for (name, scenario) in scenarios {
@@ -343,7 +345,7 @@ impl Cluster<'_> {
             if Instant::now() > deadline {
                 return Err(format!(
                     "/readyz?verbose never named the claims' cache:\n{body}\nlog:\n{}",
-                    envtest::tail(&replica.log, 20)
+                    envtest::server_log(&replica.log, 20)
                 ));
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -376,6 +378,72 @@ impl Cluster<'_> {
         }
         replica.stop(STOP_WITHIN)?;
         Ok(line)
+    }
+}
+
+/// Pods and SidecarSets of the scale scenario (issues 36 and 37: the scale no replica became ready at).
+const SCALE_PODS: usize = 10_000;
+/// See [`SCALE_PODS`].
+const SCALE_SIDECARSETS: usize = 1_000;
+
+impl Cluster<'_> {
+    /// Issues 36 and 37: with 10,000 pods in one namespace (a plain pod-create loop, 16 at a time) and
+    /// 1,000 SidecarSets, a replica started with our configurations installed is ready within
+    /// [`READY_WITHIN`], cold and again on a restart right after the first stopped.
+    fn ready_at_scale(&self) -> Outcome {
+        // Created while no configuration of ours calls a server that is not running.
+        for c in envtest::webhook_configurations(&self.base) {
+            let kind = c["kind"].as_str().unwrap_or_default().to_lowercase();
+            let name = c["metadata"]["name"].as_str().unwrap_or_default();
+            self.plane
+                .kubectl(&["delete", &kind, name, "--ignore-not-found"], None)?;
+        }
+        let created = Instant::now();
+        let mut objects = vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scale"}}),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "scale"}}),
+        ];
+        self.plane.create_many(std::mem::take(&mut objects), 1)?;
+        for i in 0..SCALE_SIDECARSETS {
+            objects.push(json!({
+                "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+                "metadata": {"name": format!("sidecar-{i}")},
+                "spec": {"selector": {"matchLabels": {"sidecar": format!("s{}", i % 50)}},
+                         "containers": [{"name": format!("agent-{i}"), "image": "agent:1"}]},
+            }));
+        }
+        for i in 0..SCALE_PODS {
+            objects.push(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("pod-{i}"), "namespace": "scale",
+                             "labels": {"app": format!("app-{}", i % 100), "sidecar": format!("s{}", i % 50)}},
+                "spec": {"nodeName": format!("node-{}", i % 12), "automountServiceAccountToken": false,
+                         "containers": [{"name": "app", "image": "app:1"}]},
+            }));
+        }
+        self.plane.create_many(objects, 16)?;
+        let created = created.elapsed();
+        self.install_configurations(Mode::ExternalUrl)?;
+        let mut times = Vec::new();
+        for start in ["cold", "restart"] {
+            let mut replica = self.start(
+                Mode::ExternalUrl,
+                Ipv4Addr::LOCALHOST,
+                &format!("scale-{start}"),
+            );
+            times.push(
+                replica
+                    .wait_ready(READY_WITHIN)
+                    .map_err(|e| format!("{start} start at scale: {e}"))?,
+            );
+            replica.stop(STOP_WITHIN)?;
+        }
+        Ok(format!(
+            "{SCALE_PODS} pods and {SCALE_SIDECARSETS} SidecarSets created in {:.1} s; ready after {:.2} s cold, {:.2} s on a restart",
+            created.as_secs_f64(),
+            times[0].as_secs_f64(),
+            times[1].as_secs_f64()
+        ))
     }
 }
 

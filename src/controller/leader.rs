@@ -370,7 +370,13 @@ impl Elector {
 
     /// Leadership ends on shutdown: the gauge goes to 0 and the Lease is released.
     async fn resign(mut self) {
-        self.set_leader(false);
+        if self
+            .leader
+            .send_if_modified(|v| std::mem::replace(v, false))
+        {
+            tracing::info!(lease = %self.name, identity = %self.identity, "stopped leading: shutting down");
+        }
+        self.metrics.is_leader.set(0);
         self.release(Instant::now() + RELEASE_TIMEOUT).await;
     }
 

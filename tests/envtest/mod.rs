@@ -120,6 +120,21 @@ pub fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// What a server's log says that matters when it failed: its last `lines` lines at WARN or ERROR, then its
+/// last 5 lines of any level (the per-admission INFO lines drown the rest).
+pub fn server_log(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let serious: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"level\":\"WARN\"") || l.contains("\"level\":\"ERROR\""))
+        .collect();
+    format!(
+        "WARN and ERROR:\n{}\nlast lines:\n{}",
+        serious[serious.len().saturating_sub(lines)..].join("\n"),
+        tail(path, 5)
+    )
+}
+
 /// A running etcd and kube-apiserver.
 pub struct ControlPlane {
     /// Where its files live (removed on drop).
@@ -293,6 +308,83 @@ impl ControlPlane {
         Ok(path)
     }
 
+    /// A kube client as the admin (for bulk work that `kubectl` would take minutes over).
+    ///
+    /// # Errors
+    /// An unreadable kubeconfig.
+    pub async fn admin_client(&self) -> Result<kube::Client, String> {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.admin_kubeconfig)
+            .map_err(|e| e.to_string())?;
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        kube::Client::try_from(config).map_err(|e| e.to_string())
+    }
+
+    /// Creates `objects` (JSON, each with its apiVersion, kind and namespace) through the API, `concurrency`
+    /// at a time, as the admin: for thousands of objects.
+    ///
+    /// # Errors
+    /// The first refused create.
+    pub fn create_many(&self, objects: Vec<Value>, concurrency: usize) -> Result<(), String> {
+        use futures::StreamExt;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async {
+            let client = self.admin_client().await?;
+            let discovery = kube::discovery::Discovery::new(client.clone())
+                .run()
+                .await
+                .map_err(|e| e.to_string())?;
+            let results = futures::stream::iter(objects)
+                .map(|object| {
+                    let (client, discovery) = (client.clone(), &discovery);
+                    async move {
+                        let (group, version) =
+                            match object["apiVersion"].as_str().unwrap_or("").split_once('/') {
+                                Some((g, v)) => (g.to_owned(), v.to_owned()),
+                                None => (
+                                    String::new(),
+                                    object["apiVersion"].as_str().unwrap_or("").to_owned(),
+                                ),
+                            };
+                        let kind = object["kind"].as_str().unwrap_or("");
+                        let gvk = kube::core::GroupVersionKind::gvk(&group, &version, kind);
+                        let (resource, caps) = discovery
+                            .resolve_gvk(&gvk)
+                            .ok_or_else(|| format!("{gvk:?} is not served"))?;
+                        let api: kube::Api<kube::core::DynamicObject> =
+                            match object["metadata"]["namespace"].as_str() {
+                                Some(ns) if caps.scope == kube::discovery::Scope::Namespaced => {
+                                    kube::Api::namespaced_with(client, ns, &resource)
+                                }
+                                _ => kube::Api::all_with(client, &resource),
+                            };
+                        let dynamic: kube::core::DynamicObject =
+                            serde_json::from_value(object).map_err(|e| e.to_string())?;
+                        api.create(&kube::api::PostParams::default(), &dynamic)
+                            .await
+                            .map(drop)
+                            .map_err(|e| {
+                                format!(
+                                    "creating {}: {e}",
+                                    dynamic.metadata.name.unwrap_or_default()
+                                )
+                            })
+                    }
+                })
+                .buffer_unordered(concurrency)
+                .collect::<Vec<Result<(), String>>>()
+                .await;
+            results.into_iter().collect::<Result<(), String>>()
+        })
+    }
+
     /// Where this control plane's files live.
     pub fn path(&self) -> &Path {
         self.dir.path()
@@ -308,6 +400,10 @@ impl Drop for ControlPlane {
     fn drop(&mut self) {
         let _ = terminate(&mut self.apiserver, Duration::from_secs(10));
         let _ = terminate(&mut self.etcd, Duration::from_secs(10));
+        if std::env::var_os("KRUISE_ENVTEST_KEEP").is_some() {
+            let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("a temp dir"));
+            println!("logs and files kept in {}", dir.keep().display());
+        }
     }
 }
 
@@ -589,7 +685,7 @@ impl Replica {
             if let Some(status) = self.child.try_wait().ok().flatten() {
                 return Err(format!(
                     "the server exited ({status}):\n{}",
-                    tail(&self.log, 30)
+                    server_log(&self.log, 30)
                 ));
             }
             let last = match self.readyz() {
@@ -599,7 +695,7 @@ impl Replica {
             if Instant::now() > deadline {
                 return Err(format!(
                     "not ready within {within:?}; /readyz?verbose: {last:?}\nlog:\n{}",
-                    tail(&self.log, 30)
+                    server_log(&self.log, 30)
                 ));
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -612,7 +708,7 @@ impl Replica {
     /// It did not exit in time.
     pub fn stop(mut self, within: Duration) -> Result<(), String> {
         terminate(&mut self.child, within)
-            .map_err(|e| format!("{e}\nlog:\n{}", tail(&self.log, 20)))
+            .map_err(|e| format!("{e}\nlog:\n{}", server_log(&self.log, 20)))
     }
 }
 
