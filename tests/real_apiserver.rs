@@ -79,6 +79,12 @@ fn main() {
             c.readiness(Mode::SelfManagedService)
         }),
         ("unsynced_cache_is_named", |c| c.unsynced_cache_is_named()),
+        ("sidecarset_in_place_update", |c| {
+            c.sidecarset_in_place_update()
+        }),
+        ("forbidden_pod_update_is_reported", |c| {
+            c.forbidden_pod_update_is_reported()
+        }),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -378,6 +384,261 @@ impl Cluster<'_> {
         }
         replica.stop(STOP_WITHIN)?;
         Ok(line)
+    }
+}
+
+/// How long a controller may take to act on a change.
+const ACT_WITHIN: Duration = Duration::from_secs(20);
+
+/// Polls `probe` every 100 ms until it gives a value, up to `within`.
+///
+/// # Errors
+/// `what` and the last thing `probe` said, when it never gave one.
+fn wait_for<T>(
+    what: &str,
+    within: Duration,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let deadline = Instant::now() + within;
+    loop {
+        match probe() {
+            Ok(value) => return Ok(value),
+            Err(last) if Instant::now() > deadline => {
+                return Err(format!("{what}: not within {within:?}; last: {last}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+impl Cluster<'_> {
+    /// An object as the admin reads it.
+    fn get(&self, resource: &str, namespace: Option<&str>, name: &str) -> Result<Value, String> {
+        let mut args = vec!["get", resource, name, "-o", "json"];
+        if let Some(ns) = namespace {
+            args.extend(["-n", ns]);
+        }
+        let text = self.plane.kubectl(&args, None)?;
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }
+
+    /// A running replica (external certificates, URL mode) as `identity` (the shipped ServiceAccount when
+    /// `None`), ready.
+    fn serving(&self, identity: Option<&str>, name: &str) -> Result<Replica, String> {
+        self.install_configurations(Mode::ExternalUrl)?;
+        let kubeconfig = match identity {
+            None => self.kubeconfig.clone(),
+            Some(sa) => self
+                .plane
+                .service_account_kubeconfig(envtest::NAMESPACE, sa)?,
+        };
+        let mut replica = Replica::start(
+            self.deployment(),
+            &kubeconfig,
+            &self.options(Mode::ExternalUrl, Ipv4Addr::LOCALHOST),
+            self.plane.path(),
+            name,
+        );
+        replica.wait_ready(READY_WITHIN)?;
+        Ok(replica)
+    }
+
+    /// A SidecarSet `name` injecting `agent:<tag>` as container `agent` into pods labelled `app=<name>` of
+    /// `shop`, rolled out in place one pod at a time; and a pod of it created, injected, and reported
+    /// running and ready through the status subresource as a kubelet would.
+    fn sidecar_set_with_a_running_pod(&self, name: &str) -> Result<(), String> {
+        self.plane.apply(&[json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}},
+                     "updateStrategy": {"type": "RollingUpdate", "maxUnavailable": 1},
+                     "containers": [{"name": "agent", "image": "agent:1"}]},
+        })])?;
+        // The pod webhook's cache has the SidecarSet once a dry-run create shows the injection.
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{name}-0"), "namespace": "shop", "labels": {"app": name}},
+            "spec": {"nodeName": "node-1", "automountServiceAccountToken": false,
+                     "containers": [{"name": "app", "image": "app:1"}]},
+        });
+        wait_for("the SidecarSet injects at pod create", ACT_WITHIN, || {
+            let out = self.plane.kubectl(
+                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                Some(&pod.to_string()),
+            )?;
+            out.contains("\"agent:1\"")
+                .then_some(())
+                .ok_or_else(|| "no sidecar yet".to_owned())
+        })?;
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        let created = self.get("pod", Some("shop"), &format!("{name}-0"))?;
+        let statuses: Vec<Value> = created["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                json!({"name": c["name"], "image": c["image"], "ready": true, "started": true,
+                       "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                       "imageID": format!("docker-pullable://{}@sha256:1111", c["image"].as_str().unwrap_or(""))})
+            })
+            .collect();
+        let status = json!({"status": {"phase": "Running", "podIP": "10.1.0.7",
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"},
+                           {"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"}],
+            "containerStatuses": statuses}});
+        self.plane.kubectl(
+            &[
+                "patch",
+                "pod",
+                &format!("{name}-0"),
+                "-n",
+                "shop",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &status.to_string(),
+            ],
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// Issue 37: the SidecarSet in-place update through a real API server with RBAC, as the shipped
+    /// ServiceAccount: a new sidecar image reaches a running pod (its PUT is granted), and the SidecarSet's
+    /// status counts it.
+    fn sidecarset_in_place_update(&self) -> Outcome {
+        let replica = self.serving(None, "in-place")?;
+        let name = "inplace";
+        self.sidecar_set_with_a_running_pod(name)?;
+        let t = Instant::now();
+        self.plane.kubectl(
+            &[
+                "patch",
+                "sidecarset",
+                name,
+                "--type=json",
+                "-p",
+                r#"[{"op":"replace","path":"/spec/containers/0/image","value":"agent:2"}]"#,
+            ],
+            None,
+        )?;
+        let pod = format!("{name}-0");
+        wait_for(
+            "the pod's sidecar updated in place to agent:2",
+            ACT_WITHIN,
+            || {
+                let pod = self.get("pod", Some("shop"), &pod)?;
+                let image = pod["spec"]["containers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["name"] == "agent")
+                    .map(|c| c["image"].clone());
+                (image == Some(json!("agent:2")))
+                    .then_some(())
+                    .ok_or_else(|| format!("agent image {image:?}"))
+            },
+        )
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 20)))?;
+        let updated = t.elapsed();
+        wait_for(
+            "the SidecarSet's status counts the updated pod",
+            ACT_WITHIN,
+            || {
+                let set = self.get("sidecarset", None, name)?;
+                let status = &set["status"];
+                (status["matchedPods"] == 1 && status["updatedPods"] == 1)
+                    .then_some(())
+                    .ok_or_else(|| status.to_string())
+            },
+        )?;
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "sidecar image updated in place {:.1} s after the SidecarSet changed",
+            updated.as_secs_f64()
+        ))
+    }
+
+    /// Issue 37: an identity without `update` on pods (the shipped RBAC lacked it) makes the in-place update
+    /// fail, and the failure says so: never read as a PodUnavailableBudget refusal, logged at WARN with the
+    /// API server's message, counted in `controller_errors_total{controller="SidecarSet",reason="Forbidden"}`,
+    /// and told on the SidecarSet as a Warning event.
+    fn forbidden_pod_update_is_reported(&self) -> Outcome {
+        let identity = "kruise-webhook-no-pod-update";
+        self.plane.apply(&envtest::identity_without_verb(
+            &self.base, identity, "pods", "update",
+        ))?;
+        let replica = self.serving(Some(identity), "no-pod-update")?;
+        let name = "forbidden";
+        self.sidecar_set_with_a_running_pod(name)?;
+        self.plane.kubectl(
+            &[
+                "patch",
+                "sidecarset",
+                name,
+                "--type=json",
+                "-p",
+                r#"[{"op":"replace","path":"/spec/containers/0/image","value":"agent:2"}]"#,
+            ],
+            None,
+        )?;
+        let event = wait_for(
+            "a Warning event ReconcileFailed on the SidecarSet",
+            ACT_WITHIN,
+            || {
+                let events = self.plane.kubectl(
+                    &[
+                        "get",
+                        "events",
+                        "-n",
+                        "default",
+                        "-o",
+                        "json",
+                        "--field-selector",
+                        &format!("involvedObject.name={name},reason=ReconcileFailed"),
+                    ],
+                    None,
+                )?;
+                let events: Value = serde_json::from_str(&events).map_err(|e| e.to_string())?;
+                events["items"]
+                    .as_array()
+                    .and_then(|items| items.first())
+                    .and_then(|e| e["message"].as_str().map(str::to_owned))
+                    .ok_or_else(|| "no event".to_owned())
+            },
+        )?;
+        for wanted in [
+            "forbidden",
+            "cannot update resource \"pods\"",
+            &format!("{name}-0"),
+        ] {
+            if !event.contains(wanted) {
+                return Err(format!("the event does not say {wanted:?}: {event}"));
+            }
+        }
+        let log = std::fs::read_to_string(&replica.log).unwrap_or_default();
+        if log.contains("refused by a PodUnavailableBudget") {
+            return Err("the RBAC 403 was read as a PodUnavailableBudget refusal".into());
+        }
+        if !log.lines().any(|l| {
+            l.contains("\"level\":\"WARN\"")
+                && l.contains("reconcile failed")
+                && l.contains("is forbidden")
+        }) {
+            return Err(format!(
+                "no WARN line with the API server's message:\n{}",
+                envtest::server_log(&replica.log, 10)
+            ));
+        }
+        let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
+        let sample = "controller_errors_total{controller=\"SidecarSet\",reason=\"Forbidden\"}";
+        if !metrics.lines().any(|l| l.starts_with(sample)) {
+            return Err(format!("/metrics lacks {sample}"));
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!("event: {event}"))
     }
 }
 

@@ -475,6 +475,64 @@ pub fn render_base() -> Result<Vec<Value>, String> {
 /// ServiceAccount `name` (created too), with `resource` taken out of every rule: an identity that lacks
 /// exactly that grant.
 pub fn identity_without(base: &[Value], name: &str, resource: &str) -> Vec<Value> {
+    identity_with(base, name, |rule| {
+        if let Some(resources) = rule["resources"].as_array_mut() {
+            resources.retain(|r| r != resource);
+        }
+    })
+}
+
+/// [`identity_without`] with `verb` taken out of every rule on `resource` (a rule naming other resources
+/// too is split, so they keep it).
+pub fn identity_without_verb(base: &[Value], name: &str, resource: &str, verb: &str) -> Vec<Value> {
+    identity_with_rules(base, name, |rule| {
+        let names = |r: &Value| {
+            r["resources"]
+                .as_array()
+                .is_some_and(|rs| rs.iter().any(|x| x == resource))
+        };
+        if !names(&rule) {
+            return vec![rule];
+        }
+        let mut others = rule.clone();
+        others["resources"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|r| r != resource);
+        let mut this = rule;
+        this["resources"] = json!([resource]);
+        this["verbs"]
+            .as_array_mut()
+            .into_iter()
+            .for_each(|v| v.retain(|x| x != verb));
+        [others, this]
+            .into_iter()
+            .filter(|r| {
+                r["resources"].as_array().is_some_and(|x| !x.is_empty())
+                    && r["verbs"].as_array().is_some_and(|x| !x.is_empty())
+            })
+            .collect()
+    })
+}
+
+fn identity_with(base: &[Value], name: &str, edit: impl Fn(&mut Value)) -> Vec<Value> {
+    identity_with_rules(base, name, |mut rule| {
+        edit(&mut rule);
+        if rule["resources"].as_array().is_some_and(|r| r.is_empty()) {
+            Vec::new()
+        } else {
+            vec![rule]
+        }
+    })
+}
+
+/// The shipped ServiceAccount's RBAC copied for ServiceAccount `name`, each rule replaced by what `edit`
+/// makes of it.
+fn identity_with_rules(
+    base: &[Value],
+    name: &str,
+    edit: impl Fn(Value) -> Vec<Value>,
+) -> Vec<Value> {
     let mut objects = vec![json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": name, "namespace": NAMESPACE}})];
     let bound: Vec<&Value> = base
@@ -509,12 +567,7 @@ pub fn identity_without(base: &[Value], name: &str, resource: &str) -> Vec<Value
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|rule| {
-                let mut rule = rule.clone();
-                let resources = rule["resources"].as_array_mut()?;
-                resources.retain(|r| r != resource);
-                (!resources.is_empty()).then_some(rule)
-            })
+            .flat_map(|rule| edit(rule.clone()))
             .collect();
         role["rules"] = Value::Array(rules);
         let mut binding = binding.clone();
