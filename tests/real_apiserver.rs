@@ -85,6 +85,7 @@ fn main() {
         ("forbidden_pod_update_is_reported", |c| {
             c.forbidden_pod_update_is_reported()
         }),
+        ("pub_with_a_deployment", |c| c.pub_with_a_deployment()),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -473,35 +474,7 @@ impl Cluster<'_> {
         })?;
         self.plane
             .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
-        let created = self.get("pod", Some("shop"), &format!("{name}-0"))?;
-        let statuses: Vec<Value> = created["spec"]["containers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                json!({"name": c["name"], "image": c["image"], "ready": true, "started": true,
-                       "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
-                       "imageID": format!("docker-pullable://{}@sha256:1111", c["image"].as_str().unwrap_or(""))})
-            })
-            .collect();
-        let status = json!({"status": {"phase": "Running", "podIP": "10.1.0.7",
-            "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"},
-                           {"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"}],
-            "containerStatuses": statuses}});
-        self.plane.kubectl(
-            &[
-                "patch",
-                "pod",
-                &format!("{name}-0"),
-                "-n",
-                "shop",
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &status.to_string(),
-            ],
-            None,
-        )?;
+        self.plane.kubelet("shop", &format!("app={name}"))?;
         Ok(())
     }
 
@@ -639,6 +612,184 @@ impl Cluster<'_> {
         }
         replica.stop(STOP_WITHIN)?;
         Ok(format!("event: {event}"))
+    }
+}
+
+/// An eviction's outcome: allowed (201), or the API server's refusal (its code and message).
+type Evicted = Result<(), (u16, String)>;
+
+impl Cluster<'_> {
+    /// Evicts `pods` of `namespace` all at once (one request each, concurrently), as the admin.
+    fn evict(
+        &self,
+        namespace: &str,
+        pods: &[String],
+        dry_run: bool,
+    ) -> Result<Vec<Evicted>, String> {
+        use futures::StreamExt;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async {
+            let client = self.plane.admin_client().await?;
+            let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
+                kube::Api::namespaced(client, namespace);
+            // A dry run as `?dryRun=All`, which the API server copies into the Eviction's deleteOptions
+            // (kube's EvictParams.delete_options is sent as `delete_options`, a field the API server
+            // ignores).
+            let params = kube::api::EvictParams {
+                post_options: kube::api::PostParams {
+                    dry_run,
+                    ..kube::api::PostParams::default()
+                },
+                ..kube::api::EvictParams::default()
+            };
+            Ok(futures::stream::iter(pods)
+                .map(|pod| {
+                    let (api, params) = (&api, &params);
+                    async move {
+                        match api.evict(pod, params).await {
+                            Ok(_) => Ok(()),
+                            Err(kube::Error::Api(s)) => Err((s.code, s.message)),
+                            Err(e) => Err((0, e.to_string())),
+                        }
+                    }
+                })
+                .buffer_unordered(pods.len().max(1))
+                .collect()
+                .await)
+        })
+    }
+
+    /// The PUB's status.
+    fn budget_status(&self, namespace: &str, name: &str) -> Result<Value, String> {
+        Ok(self.get("podunavailablebudget", Some(namespace), name)?["status"].clone())
+    }
+
+    /// Runs pods of `namespace` labelled `selector` as a kubelet would until `count` run.
+    fn run_pods(
+        &self,
+        namespace: &str,
+        selector: &str,
+        count: usize,
+    ) -> Result<Vec<String>, String> {
+        wait_for(
+            &format!("{count} pods {selector} running"),
+            ACT_WITHIN,
+            || {
+                let names = self.plane.kubelet(namespace, selector)?;
+                (names.len() >= count)
+                    .then_some(names.clone())
+                    .ok_or_else(|| format!("{} pods", names.len()))
+            },
+        )
+    }
+
+    /// Issue 37: a PodUnavailableBudget over a Deployment's pods (kube-controller-manager creates them, a
+    /// simulated kubelet runs them): the pods are stamped with it, its status written; a dry-run eviction
+    /// spends nothing; 20 concurrent evictions against a budget of 2 allow exactly 2; once the budget is back,
+    /// a drain-style loop (evict one after the other until refused) stops at it.
+    fn pub_with_a_deployment(&self) -> Outcome {
+        if !self.plane.has_controller_manager() {
+            return Err("needs kube-controller-manager in KUBEBUILDER_ASSETS".into());
+        }
+        let replica = self.serving(None, "pub")?;
+        let ns = "pubtest";
+        self.plane.apply(&[
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            json!({"apiVersion": "policy.kruise.io/v1beta1", "kind": "PodUnavailableBudget",
+                "metadata": {"name": "web", "namespace": ns},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 2}}),
+        ])?;
+        self.plane.apply(&[json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"replicas": 20, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 0,
+                             "containers": [{"name": "web", "image": "nginx:1.25"}]}}}})])?;
+        let pods = self.run_pods(ns, "app=web", 20)?;
+        let status = wait_for(
+            "the PUB's status counts 20 available pods",
+            ACT_WITHIN,
+            || {
+                let status = self.budget_status(ns, "web")?;
+                (status["totalReplicas"] == 20
+                    && status["currentAvailable"] == 20
+                    && status["desiredAvailable"] == 18
+                    && status["unavailableAllowed"] == 2)
+                    .then(|| status.clone())
+                    .ok_or_else(|| status.to_string())
+            },
+        )
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 10)))?;
+        let pod = self.get("pod", Some(ns), &pods[0])?;
+        if pod["metadata"]["annotations"]["pub.kruise.io/related-pub"] != "web" {
+            return Err(format!("pod not stamped: {}", pod["metadata"]));
+        }
+        // A dry run is allowed and spends nothing.
+        let dry = self.evict(ns, &pods[..1], true)?;
+        if dry != [Ok(())] {
+            return Err(format!("dry-run eviction: {dry:?}"));
+        }
+        let after_dry = self.budget_status(ns, "web")?;
+        if after_dry["unavailableAllowed"] != 2
+            || !after_dry["disruptedPods"]
+                .as_object()
+                .is_none_or(|m| m.is_empty())
+        {
+            return Err(format!("a dry run spent budget: {after_dry}"));
+        }
+        // 20 at once against a budget of 2.
+        let outcomes = self.evict(ns, &pods, false)?;
+        let allowed = outcomes.iter().filter(|o| o.is_ok()).count();
+        let refusal = "admission webhook \"vpodeviction.kb.io\" denied the request: podunavailablebudget.policy.kruise.io \"web\" is forbidden: pub unavailable allowed is negative";
+        let odd: Vec<&Evicted> = outcomes
+            .iter()
+            .filter(|o| matches!(o, Err((code, message)) if *code != 403 || message != refusal))
+            .collect();
+        if allowed != 2 || !odd.is_empty() {
+            return Err(format!(
+                "{allowed} of 20 concurrent evictions allowed; other refusals: {odd:?}"
+            ));
+        }
+        // Spent: the 2 evicted pods are recorded as disrupted until the controller sees them gone.
+        let spent = self.budget_status(ns, "web")?;
+        let disrupted = spent["disruptedPods"].as_object().map_or(0, |m| m.len());
+        let gone = 20 - spent["currentAvailable"].as_i64().unwrap_or(20);
+        if spent["unavailableAllowed"] != 0 || disrupted.max(gone as usize) != 2 {
+            return Err(format!("the PUB does not record the 2 evictions: {spent}"));
+        }
+        // The evicted pods go (no kubelet here to finish their deletion: forced), their replacements run,
+        // and the budget comes back.
+        for pod in self.plane.kubectl(&["get", "pods", "-n", ns, "-o", "jsonpath={range .items[?(@.metadata.deletionTimestamp)]}{.metadata.name} {end}"], None)?.split_whitespace() {
+            self.plane.kubectl(&["delete", "pod", pod, "-n", ns, "--grace-period=0", "--force"], None)?;
+        }
+        let pods = self.run_pods(ns, "app=web", 20)?;
+        wait_for("the budget back at 2", ACT_WITHIN, || {
+            let _ = self.plane.kubelet(ns, "app=web")?;
+            let status = self.budget_status(ns, "web")?;
+            (status["unavailableAllowed"] == 2)
+                .then_some(())
+                .ok_or_else(|| status.to_string())
+        })?;
+        // kubectl drain's loop: one eviction after the other, stopping at the first refusal.
+        let mut drained = 0;
+        for pod in &pods {
+            match self.evict(ns, std::slice::from_ref(pod), false)?.remove(0) {
+                Ok(()) => drained += 1,
+                Err((403, message)) if message == refusal => break,
+                Err(other) => return Err(format!("evicting {pod}: {other:?}")),
+            }
+        }
+        if drained != 2 {
+            return Err(format!("the drain loop evicted {drained} pods, not 2"));
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "status {}; 2 of 20 concurrent evictions allowed; the drain loop stopped after 2",
+            json!({"total": status["totalReplicas"], "allowed": status["unavailableAllowed"]})
+        ))
     }
 }
 
