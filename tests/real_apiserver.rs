@@ -86,6 +86,9 @@ fn main() {
             c.forbidden_pod_update_is_reported()
         }),
         ("pub_with_a_deployment", |c| c.pub_with_a_deployment()),
+        ("deletion_protection", |c| c.deletion_protection()),
+        ("conversion_v1alpha1_v1beta1", |c| c.conversion()),
+        ("lease_failover_and_release", |c| c.lease_failover()),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -233,6 +236,17 @@ impl<'a> Cluster<'a> {
             for c in &mut configurations {
                 envtest::to_url(c, "127.0.0.1", self.port, &self.external_ca);
             }
+            // The CRDs' conversion webhooks too, as cert-manager's CA injector and a URL-mode install do.
+            let mut crds: Vec<Value> = self
+                .base
+                .iter()
+                .filter(|o| envtest::is_kind(o, "CustomResourceDefinition"))
+                .cloned()
+                .collect();
+            for crd in &mut crds {
+                envtest::to_url(crd, "127.0.0.1", self.port, &self.external_ca);
+            }
+            self.plane.apply(&crds)?;
         }
         self.plane.apply(&configurations).map(drop)
     }
@@ -789,6 +803,218 @@ impl Cluster<'_> {
         Ok(format!(
             "status {}; 2 of 20 concurrent evictions allowed; the drain loop stopped after 2",
             json!({"total": status["totalReplicas"], "allowed": status["unavailableAllowed"]})
+        ))
+    }
+}
+
+impl Cluster<'_> {
+    /// `kubectl delete` of `what`, which our webhook `webhook` must refuse with `message`.
+    fn refused_deletion(&self, what: &[&str], webhook: &str, message: &str) -> Result<(), String> {
+        let mut args = vec!["delete", "--wait=false"];
+        args.extend(what);
+        match self.plane.kubectl(&args, None) {
+            Ok(out) => Err(format!(
+                "kubectl delete {} was allowed: {out}",
+                what.join(" ")
+            )),
+            Err(e)
+                if e.contains(&format!(
+                    "admission webhook \"{webhook}\" denied the request: {message}"
+                )) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(format!(
+                "kubectl delete {}: not the refusal expected: {e}",
+                what.join(" ")
+            )),
+        }
+    }
+
+    /// Issue 37: deletion protection through the API server (spec/deletion-protection.md §9 scenarios 2,
+    /// 3, 9, 10, 14): a namespace labelled Always, a Cascading one with a running pod, a Cascading Deployment
+    /// with replicas (allowed once scaled to zero), a CRD labelled Always; the metrics count by the admin's
+    /// name.
+    fn deletion_protection(&self) -> Outcome {
+        let replica = self.serving(None, "deletion-protection")?;
+        let label = "policy.kruise.io/delete-protection";
+        self.plane.apply(&[
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "dp-always", "labels": {label: "Always"}}}),
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "dp-cascading", "labels": {label: "Cascading"}}}),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                   "metadata": {"name": "default", "namespace": "dp-cascading"}}),
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "widgets.example.com", "labels": {label: "Always"}},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}),
+        ])?;
+        let always = "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Always";
+        self.refused_deletion(&["namespace", "dp-always"], "vnamespace.kb.io", always)?;
+        self.plane.apply(&[json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p1", "namespace": "dp-cascading", "labels": {"app": "p1"}},
+            "spec": {"automountServiceAccountToken": false, "containers": [{"name": "app", "image": "app:1"}]}})])?;
+        self.run_pods("dp-cascading", "app=p1", 1)?;
+        self.refused_deletion(
+            &["namespace", "dp-cascading"],
+            "vnamespace.kb.io",
+            "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and active pods 1>0",
+        )?;
+        self.plane
+            .apply(&[json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d2", "namespace": "dp-cascading", "labels": {label: "Cascading"}},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "d2"}},
+                "template": {"metadata": {"labels": {"app": "d2"}},
+                    "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}})])?;
+        self.refused_deletion(
+            &["deployment", "d2", "-n", "dp-cascading"],
+            "vbuiltindeployment.kb.io",
+            "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and replicas 3>0",
+        )?;
+        self.plane.kubectl(
+            &[
+                "scale",
+                "deployment",
+                "d2",
+                "-n",
+                "dp-cascading",
+                "--replicas=0",
+            ],
+            None,
+        )?;
+        self.plane
+            .kubectl(&["delete", "deployment", "d2", "-n", "dp-cascading"], None)
+            .map_err(|e| format!("a Cascading Deployment scaled to zero: {e}"))?;
+        self.refused_deletion(
+            &["crd", "widgets.example.com"],
+            "vcustomresourcedefinition.kb.io",
+            always,
+        )?;
+        let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
+        for sample in [
+            "namespace_deletion_protection{name=\"dp-always\",username=\"admin\"} 1",
+            "workload_deletion_protection{kind_namespace_name=\"Deployment_dp-cascading_d2\",username=\"admin\"} 1",
+            "crd_deletion_protection{name=\"widgets.example.com\",username=\"admin\"} 1",
+        ] {
+            if !metrics.contains(sample) {
+                return Err(format!("/metrics lacks {sample}"));
+            }
+        }
+        // Unprotected again, so that nothing is left undeletable.
+        for (kind, name) in [
+            ("namespace", "dp-always"),
+            ("namespace", "dp-cascading"),
+            ("crd", "widgets.example.com"),
+        ] {
+            self.plane
+                .kubectl(&["label", kind, name, &format!("{label}-")], None)?;
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok("namespace Always, namespace Cascading with a pod, Deployment Cascading with replicas, CRD Always refused; scaled to zero allowed".into())
+    }
+
+    /// Issue 37: `/convert` through the API server: a SidecarSet created as `v1alpha1` is stored as
+    /// `v1beta1` (the storage version) and read back in both.
+    fn conversion(&self) -> Outcome {
+        let replica = self.serving(None, "convert")?;
+        self.plane.kubectl(
+            &["create", "-f", "-"],
+            Some(
+                &json!({
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+            "metadata": {"name": "converted"},
+            "spec": {"selector": {"matchLabels": {"app": "converted"}},
+                     "containers": [{"name": "agent", "image": "agent:1"}]}})
+                .to_string(),
+            ),
+        )?;
+        let beta = self.get("sidecarsets.v1beta1.apps.kruise.io", None, "converted")?;
+        let alpha = self.get("sidecarsets.v1alpha1.apps.kruise.io", None, "converted")?;
+        if beta["apiVersion"] != "apps.kruise.io/v1beta1"
+            || alpha["apiVersion"] != "apps.kruise.io/v1alpha1"
+        {
+            return Err(format!(
+                "read back as {} and {}",
+                beta["apiVersion"], alpha["apiVersion"]
+            ));
+        }
+        if alpha["spec"]["containers"][0]["image"] != "agent:1"
+            || beta["spec"]["containers"][0]["image"] != "agent:1"
+        {
+            return Err(format!(
+                "the containers did not survive the conversion: {alpha} / {beta}"
+            ));
+        }
+        let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
+        if !metrics.lines().any(|l| {
+            l.starts_with(
+                "controller_runtime_webhook_requests_total{webhook=\"/convert\",code=\"200\"}",
+            )
+        }) {
+            return Err("no /convert request counted".into());
+        }
+        self.plane
+            .kubectl(&["delete", "sidecarset", "converted"], None)?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("v1alpha1 created, v1beta1 stored, both read back".into())
+    }
+
+    /// The holder of the leader Lease.
+    fn lease_holder(&self) -> Result<String, String> {
+        let lease = self.get("lease", Some(envtest::NAMESPACE), "kruise-manager")?;
+        Ok(lease["spec"]["holderIdentity"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned())
+    }
+
+    /// Issue 37: two replicas share the Lease `kruise-system/kruise-manager`: one leads, the other does
+    /// not; SIGTERM on the leader releases it and the other leads within a retry period or two (not the
+    /// 15 s lease duration).
+    fn lease_failover(&self) -> Outcome {
+        let is_leader = |replica: &Replica| {
+            let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
+            metrics.lines().any(|l| l == "kruise_manager_is_leader 1")
+        };
+        let first = self.serving(None, "lease-first")?;
+        wait_for("the first replica leads", ACT_WITHIN, || {
+            is_leader(&first)
+                .then_some(())
+                .ok_or_else(|| "not leading".to_owned())
+        })?;
+        let holder = self.lease_holder()?;
+        let mut second = Replica::start(
+            self.deployment(),
+            &self.kubeconfig,
+            &self.options(Mode::ExternalUrl, Ipv4Addr::new(127, 0, 0, 2)),
+            self.plane.path(),
+            "lease-second",
+        );
+        second.wait_ready(READY_WITHIN)?;
+        std::thread::sleep(Duration::from_secs(3));
+        if is_leader(&second) || self.lease_holder()? != holder {
+            return Err("the second replica took the Lease from a live leader".into());
+        }
+        let stopped = Instant::now();
+        first.stop(STOP_WITHIN)?;
+        let released = self.lease_holder()?;
+        wait_for("the second replica leads", Duration::from_secs(8), || {
+            is_leader(&second)
+                .then_some(())
+                .ok_or_else(|| "not leading".to_owned())
+        })?;
+        let took = stopped.elapsed();
+        let now = self.lease_holder()?;
+        if now == holder || now.is_empty() {
+            return Err(format!("the Lease is held by {now:?} after the failover"));
+        }
+        second.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "released on SIGTERM (holder {released:?} right after), the other replica led {:.1} s after",
+            took.as_secs_f64()
         ))
     }
 }

@@ -715,7 +715,7 @@ pub fn to_url(object: &mut Value, host: &str, port: u16, ca_pem: &str) {
         let path = client["service"]["path"].as_str().unwrap_or("/").to_owned();
         *client = json!({"url": format!("https://{host}:{port}{path}"), "caBundle": ca});
     };
-    if let Some(webhooks) = object["webhooks"].as_array_mut() {
+    if let Some(webhooks) = object.get_mut("webhooks").and_then(Value::as_array_mut) {
         for webhook in webhooks {
             point(&mut webhook["clientConfig"]);
         }
