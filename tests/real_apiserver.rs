@@ -236,17 +236,32 @@ impl<'a> Cluster<'a> {
             for c in &mut configurations {
                 envtest::to_url(c, "127.0.0.1", self.port, &self.external_ca);
             }
-            // The CRDs' conversion webhooks too, as cert-manager's CA injector and a URL-mode install do.
-            let mut crds: Vec<Value> = self
+            // The CRDs' conversion webhooks too, as cert-manager's CA injector and a URL-mode install do
+            // (a merge patch: a Service another scenario's server wrote there is removed).
+            use base64::Engine;
+            let ca = base64::engine::general_purpose::STANDARD.encode(&self.external_ca);
+            for crd in self
                 .base
                 .iter()
                 .filter(|o| envtest::is_kind(o, "CustomResourceDefinition"))
-                .cloned()
-                .collect();
-            for crd in &mut crds {
-                envtest::to_url(crd, "127.0.0.1", self.port, &self.external_ca);
+            {
+                let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+                let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+                    "conversionReviewVersions": ["v1", "v1beta1"],
+                    "clientConfig": {"service": null, "caBundle": ca,
+                        "url": format!("https://127.0.0.1:{}/convert", self.port)}}}}});
+                self.plane.kubectl(
+                    &[
+                        "patch",
+                        "crd",
+                        name,
+                        "--type=merge",
+                        "-p",
+                        &patch.to_string(),
+                    ],
+                    None,
+                )?;
             }
-            self.plane.apply(&crds)?;
         }
         self.plane.apply(&configurations).map(drop)
     }

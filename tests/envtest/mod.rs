@@ -358,7 +358,7 @@ impl ControlPlane {
     }
 
     /// Creates `objects` (JSON, each with its apiVersion, kind and namespace) through the API, `concurrency`
-    /// at a time, as the admin: for thousands of objects.
+    /// at a time, as the admin: for thousands of objects. One that exists already is left as it is.
     ///
     /// # Errors
     /// The first refused create.
@@ -400,15 +400,20 @@ impl ControlPlane {
                             };
                         let dynamic: kube::core::DynamicObject =
                             serde_json::from_value(object).map_err(|e| e.to_string())?;
-                        api.create(&kube::api::PostParams::default(), &dynamic)
+                        match api
+                            .create(&kube::api::PostParams::default(), &dynamic)
                             .await
-                            .map(drop)
-                            .map_err(|e| {
-                                format!(
-                                    "creating {}: {e}",
-                                    dynamic.metadata.name.unwrap_or_default()
-                                )
-                            })
+                        {
+                            // kube-controller-manager may have made it (a namespace's ServiceAccount).
+                            Err(kube::Error::Api(s)) if s.reason == "AlreadyExists" => Ok(()),
+                            other => other.map(drop),
+                        }
+                        .map_err(|e| {
+                            format!(
+                                "creating {}: {e}",
+                                dynamic.metadata.name.unwrap_or_default()
+                            )
+                        })
                     }
                 })
                 .buffer_unordered(concurrency)
