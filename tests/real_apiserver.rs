@@ -89,6 +89,11 @@ fn main() {
         ("deletion_protection", |c| c.deletion_protection()),
         ("conversion_v1alpha1_v1beta1", |c| c.conversion()),
         ("lease_failover_and_release", |c| c.lease_failover()),
+        ("sidecarset_injection_validation_status", |c| {
+            c.sidecarset_lifecycle()
+        }),
+        ("workloadspread_with_a_deployment", |c| c.workloadspread()),
+        ("job_sidecar_terminator_crr", |c| c.sidecar_terminator()),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -1031,6 +1036,292 @@ impl Cluster<'_> {
             "released on SIGTERM (holder {released:?} right after), the other replica led {:.1} s after",
             took.as_secs_f64()
         ))
+    }
+}
+
+impl Cluster<'_> {
+    /// Issue 37: a SidecarSet through the API server: an invalid one refused by `vsidecarset.kb.io`; a
+    /// valid one defaulted and hashed by `msidecarset.kb.io`, its ControllerRevision written in
+    /// kruise-system, pods injected at create (container, hash and injected-list annotations), and its
+    /// status counting them.
+    fn sidecarset_lifecycle(&self) -> Outcome {
+        let replica = self.serving(None, "sidecarset")?;
+        let invalid = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": "invalid"},
+            "spec": {"selector": {"matchLabels": {"app": "x"}},
+                     "containers": [{"name": "a", "image": "a:1"}, {"name": "a", "image": "a:2"}]}});
+        match self
+            .plane
+            .kubectl(&["create", "-f", "-"], Some(&invalid.to_string()))
+        {
+            Ok(_) => return Err("a SidecarSet with two containers named a was created".into()),
+            Err(e) if e.contains("admission webhook \"vsidecarset.kb.io\" denied the request") => {}
+            Err(e) => return Err(format!("not refused by vsidecarset.kb.io: {e}")),
+        }
+        let name = "logging";
+        self.plane.apply(&[
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "logged"}},
+                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}},
+                     "containers": [{"name": "log-agent", "image": "agent:1"}]}}),
+        ])?;
+        let set = self.get("sidecarset", None, name)?;
+        let hash = set["metadata"]["annotations"]["kruise.io/sidecarset-hash"].clone();
+        if !hash.is_string() || set["spec"]["updateStrategy"]["type"].is_null() {
+            return Err(format!("not defaulted and hashed: {}", set["metadata"]));
+        }
+        let revision = wait_for(
+            "its ControllerRevision in kruise-system",
+            ACT_WITHIN,
+            || {
+                let list = self.plane.kubectl(
+                    &[
+                        "get",
+                        "controllerrevisions",
+                        "-n",
+                        envtest::NAMESPACE,
+                        "-l",
+                        &format!("kruise.io/sidecarset-name={name}"),
+                        "-o",
+                        "json",
+                    ],
+                    None,
+                )?;
+                let list: Value = serde_json::from_str(&list).map_err(|e| e.to_string())?;
+                list["items"]
+                    .as_array()
+                    .and_then(|i| i.first())
+                    .map(|r| {
+                        r["metadata"]["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned()
+                    })
+                    .ok_or_else(|| "none".to_owned())
+            },
+        )?;
+        let pods: Vec<Value> = (0..3)
+            .map(|i| json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("logged-{i}"), "namespace": "shop", "labels": {"app": "logged"}},
+                "spec": {"automountServiceAccountToken": false, "containers": [{"name": "app", "image": "app:1"}]}}))
+            .collect();
+        wait_for(
+            "the pod webhook's cache has the SidecarSet",
+            ACT_WITHIN,
+            || {
+                let out = self.plane.kubectl(
+                    &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                    Some(&pods[0].to_string()),
+                )?;
+                out.contains("log-agent")
+                    .then_some(())
+                    .ok_or_else(|| "not injected yet".to_owned())
+            },
+        )?;
+        for pod in &pods {
+            self.plane
+                .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        }
+        let pod = self.get("pod", Some("shop"), "logged-0")?;
+        let containers: Vec<&str> = pod["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        let annotations = &pod["metadata"]["annotations"];
+        if !containers.contains(&"log-agent")
+            || annotations["kruise.io/sidecarset-injected-list"] != name
+            || !annotations["kruise.io/sidecarset-hash"]
+                .as_str()
+                .is_some_and(|h| h.contains(name))
+        {
+            return Err(format!(
+                "not injected: containers {containers:?}, annotations {annotations}"
+            ));
+        }
+        self.run_pods("shop", "app=logged", 3)?;
+        wait_for(
+            "the SidecarSet's status counts 3 ready pods",
+            ACT_WITHIN,
+            || {
+                let status = self.get("sidecarset", None, name)?["status"].clone();
+                (status["matchedPods"] == 3
+                    && status["updatedPods"] == 3
+                    && status["readyPods"] == 3)
+                    .then_some(())
+                    .ok_or_else(|| status.to_string())
+            },
+        )?;
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "invalid refused; revision {revision}; 3 pods injected and counted"
+        ))
+    }
+
+    /// Issue 37: a WorkloadSpread over a Deployment's pods (kube-controller-manager creates them): subset
+    /// `a` takes 2 (its maxReplicas), `b` the rest, each pod carrying its subset and node affinity; the
+    /// controller's status counts them; after a scale-down the accounting follows.
+    fn workloadspread(&self) -> Outcome {
+        if !self.plane.has_controller_manager() {
+            return Err("needs kube-controller-manager in KUBEBUILDER_ASSETS".into());
+        }
+        let replica = self.serving(None, "workloadspread")?;
+        let ns = "spread";
+        self.plane.apply(&[
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "WorkloadSpread",
+                "metadata": {"name": "web", "namespace": ns},
+                "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "subsets": [
+                        {"name": "a", "maxReplicas": 2, "requiredNodeSelector": {"matchExpressions": [
+                            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-0"]}]}},
+                        {"name": "b", "requiredNodeSelector": {"matchExpressions": [
+                            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-1"]}]}}]}}),
+        ])?;
+        // The pod webhook's cache must have the WorkloadSpread before the Deployment's pods are created.
+        wait_for(
+            "the WorkloadSpread initialised by the controller",
+            ACT_WITHIN,
+            || {
+                let status = self.get("workloadspread", Some(ns), "web")?["status"].clone();
+                status["subsetStatuses"]
+                    .is_array()
+                    .then_some(())
+                    .ok_or_else(|| status.to_string())
+            },
+        )?;
+        self.plane.apply(&[json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 0,
+                             "containers": [{"name": "web", "image": "nginx:1.25"}]}}}})])?;
+        let subsets = |want: &[(&str, usize)]| -> Result<(), String> {
+            wait_for(&format!("pods placed {want:?}"), ACT_WITHIN, || {
+                let list = self.plane.kubectl(
+                    &["get", "pods", "-n", ns, "-l", "app=web", "-o", "json"],
+                    None,
+                )?;
+                let list: Value = serde_json::from_str(&list).map_err(|e| e.to_string())?;
+                let mut counts = std::collections::BTreeMap::new();
+                for pod in list["items"].as_array().into_iter().flatten() {
+                    if !pod["metadata"]["deletionTimestamp"].is_null() {
+                        continue;
+                    }
+                    let matched =
+                        pod["metadata"]["annotations"]["apps.kruise.io/matched-workloadspread"]
+                            .as_str()
+                            .and_then(|a| serde_json::from_str::<Value>(a).ok());
+                    let subset = matched
+                        .and_then(|m| m["subset"].as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "none".into());
+                    *counts.entry(subset).or_insert(0usize) += 1;
+                }
+                let want: std::collections::BTreeMap<String, usize> =
+                    want.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
+                (counts == want)
+                    .then_some(())
+                    .ok_or_else(|| format!("{counts:?}"))
+            })
+        };
+        subsets(&[("a", 2), ("b", 3)])?;
+        self.run_pods(ns, "app=web", 5)?;
+        wait_for("the status: a full, b unlimited", ACT_WITHIN, || {
+            let status = self.get("workloadspread", Some(ns), "web")?["status"].clone();
+            let subset = |name: &str| {
+                status["subsetStatuses"]
+                    .as_array()
+                    .and_then(|s| s.iter().find(|s| s["name"] == name))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            (subset("a")["missingReplicas"] == 0
+                && subset("a")["replicas"] == 2
+                && subset("b")["missingReplicas"] == -1
+                && subset("b")["replicas"] == 3)
+                .then_some(())
+                .ok_or_else(|| status.to_string())
+        })?;
+        // Scale-down: the Deployment deletes pods (deletion-cost from the controller steers which); the
+        // accounting follows what is left.
+        self.plane.kubectl(
+            &["scale", "deployment", "web", "-n", ns, "--replicas=2"],
+            None,
+        )?;
+        wait_for("3 pods left after the scale-down... 2", ACT_WITHIN, || {
+            let status = self.get("workloadspread", Some(ns), "web")?["status"].clone();
+            let replicas: i64 = status["subsetStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| s["replicas"].as_i64().unwrap_or(0))
+                .sum();
+            (replicas == 2)
+                .then_some(())
+                .ok_or_else(|| status.to_string())
+        })?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("5 pods: 2 in a (its maxReplicas), 3 in b; status followed a scale-down to 2".into())
+    }
+
+    /// Issue 37: the Job sidecar terminator: once a Job pod's main container has exited (its status
+    /// written as a kubelet would), the leader creates CRR `sidecar-termination-<pod uid>` naming the
+    /// sidecar.
+    fn sidecar_terminator(&self) -> Outcome {
+        let replica = self.serving(None, "terminator")?;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "job-0", "namespace": "batch", "labels": {"job": "j"}},
+            "spec": {"restartPolicy": "Never", "automountServiceAccountToken": false, "nodeName": "node-2",
+                "containers": [
+                    {"name": "main", "image": "job:1"},
+                    {"name": "log", "image": "agent:1",
+                     "env": [{"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "value": "true"}]}]}});
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        let created = self.get("pod", Some("batch"), "job-0")?;
+        let uid = created["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let status = json!({"status": {"phase": "Running", "containerStatuses": [
+            {"name": "main", "image": "job:1", "imageID": "docker-pullable://job@sha256:1", "ready": false,
+             "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:01:00Z"}}},
+            {"name": "log", "image": "agent:1", "imageID": "docker-pullable://agent@sha256:1", "ready": true,
+             "started": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
+        self.plane.kubectl(
+            &[
+                "patch",
+                "pod",
+                "job-0",
+                "-n",
+                "batch",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &status.to_string(),
+            ],
+            None,
+        )?;
+        let crr = format!("sidecar-termination-{uid}");
+        let found = wait_for("the sidecar terminator's CRR", ACT_WITHIN, || {
+            self.get(
+                "containerrecreaterequests.apps.kruise.io",
+                Some("batch"),
+                &crr,
+            )
+        })
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 10)))?;
+        if found["spec"]["podName"] != "job-0" || found["spec"]["containers"][0]["name"] != "log" {
+            return Err(format!(
+                "the CRR does not name the pod's sidecar: {}",
+                found["spec"]
+            ));
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!("CRR {crr} names container log"))
     }
 }
 

@@ -879,10 +879,11 @@ impl Replica {
 }
 
 impl Drop for Replica {
+    /// A replica left running (a scenario that failed) is stopped as Kubernetes stops a pod: SIGTERM, so
+    /// that it releases the Lease for the next scenario, then SIGKILL after 5 s.
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            let _ = terminate(&mut self.child, Duration::from_secs(5));
         }
     }
 }
