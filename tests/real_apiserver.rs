@@ -94,6 +94,10 @@ fn main() {
         }),
         ("workloadspread_with_a_deployment", |c| c.workloadspread()),
         ("job_sidecar_terminator_crr", |c| c.sidecar_terminator()),
+        ("launch_priority_barrier_in_order", |c| c.launch_priority()),
+        ("self_managed_certificates_and_rotation", |c| {
+            c.certificate_rotation()
+        }),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -1322,6 +1326,170 @@ impl Cluster<'_> {
         }
         replica.stop(STOP_WITHIN)?;
         Ok(format!("CRR {crr} names container log"))
+    }
+}
+
+impl Cluster<'_> {
+    /// Issue 37: container launch priority: a pod asking for `Ordered` launch gets a barrier env on each
+    /// container, and the leader adds the barrier ConfigMap's keys one level at a time as the containers
+    /// before turn ready (their status written as a kubelet would), then marks the pod completed.
+    fn launch_priority(&self) -> Outcome {
+        let replica = self.serving(None, "launch-priority")?;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "ordered", "namespace": "web",
+                "annotations": {"apps.kruise.io/container-launch-priority": "Ordered"}},
+            "spec": {"automountServiceAccountToken": false, "nodeName": "node-3", "containers": [
+                {"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}, {"name": "c", "image": "c:1"}]}});
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        let created = self.get("pod", Some("web"), "ordered")?;
+        let barrier_key = |i: usize| {
+            created["spec"]["containers"][i]["env"]
+                .as_array()
+                .and_then(|env| {
+                    env.iter()
+                        .find(|e| e["name"] == "KRUISE_CONTAINER_BARRIER")
+                        .and_then(|e| {
+                            e["valueFrom"]["configMapKeyRef"]["key"]
+                                .as_str()
+                                .map(str::to_owned)
+                        })
+                })
+        };
+        let keys: Vec<Option<String>> = (0..3).map(barrier_key).collect();
+        if keys != [Some("p_0".into()), Some("p_-1".into()), Some("p_-2".into())] {
+            return Err(format!("barrier envs: {keys:?}"));
+        }
+        let barrier = |want: &[&str]| {
+            wait_for(&format!("barrier keys {want:?}"), ACT_WITHIN, || {
+                let cm = self.get("configmap", Some("web"), "ordered-barrier")?;
+                let mut have: Vec<String> = cm["data"]
+                    .as_object()
+                    .map(|d| d.keys().cloned().collect())
+                    .unwrap_or_default();
+                have.sort();
+                let mut want: Vec<String> = want.iter().map(|k| (*k).to_owned()).collect();
+                want.sort();
+                (have == want)
+                    .then_some(())
+                    .ok_or_else(|| format!("{have:?}"))
+            })
+        };
+        let report = |ready: &[&str]| {
+            let statuses: Vec<Value> = ["a", "b", "c"]
+                .iter()
+                .map(|name| {
+                    let up = ready.contains(name);
+                    json!({"name": name, "image": format!("{name}:1"), "imageID": format!("docker-pullable://{name}@sha256:1"),
+                        "ready": up, "started": up, "restartCount": 0,
+                        "state": if up { json!({"running": {"startedAt": "2026-01-01T00:00:00Z"}}) }
+                                 else { json!({"waiting": {"reason": "CreateContainerConfigError"}}) }})
+                })
+                .collect();
+            let status = json!({"status": {"phase": "Pending", "containerStatuses": statuses}});
+            self.plane.kubectl(
+                &[
+                    "patch",
+                    "pod",
+                    "ordered",
+                    "-n",
+                    "web",
+                    "--subresource=status",
+                    "--type=merge",
+                    "-p",
+                    &status.to_string(),
+                ],
+                None,
+            )
+        };
+        barrier(&["p_0"])?;
+        report(&["a"])?;
+        barrier(&["p_0", "p_-1"])?;
+        report(&["a", "b"])?;
+        barrier(&["p_0", "p_-1", "p_-2"])?;
+        wait_for("the pod marked completed", ACT_WITHIN, || {
+            let pod = self.get("pod", Some("web"), "ordered")?;
+            (pod["metadata"]["annotations"]["apps.kruise.io/container-launch-priority-completed"]
+                == "true")
+                .then_some(())
+                .ok_or_else(|| pod["metadata"]["annotations"].to_string())
+        })?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("p_0, then p_-1 once a was ready, then p_-2 once b was; completed".into())
+    }
+
+    /// Issue 37: self-managed certificates: the first replica writes the CA and serving certificate into the
+    /// Secret `kruise-webhook-certs` and the caBundle into both configurations; a Secret deleted (an
+    /// operator forcing a new CA) is written again with a new CA, which the configurations then carry, and
+    /// the replica stays ready with it (the API server calls it: a pod create is admitted).
+    fn certificate_rotation(&self) -> Outcome {
+        use base64::Engine;
+        self.install_configurations(Mode::SelfManagedUrl)?;
+        let mut replica = self.start(Mode::SelfManagedUrl, Ipv4Addr::LOCALHOST, "certs");
+        replica.wait_ready(READY_WITHIN)?;
+        let secret_ca = || -> Result<String, String> {
+            let secret = self.get("secret", Some(envtest::NAMESPACE), "kruise-webhook-certs")?;
+            let ca = secret["data"]["ca-cert.pem"]
+                .as_str()
+                .ok_or("no ca-cert.pem")?;
+            Ok(ca.to_owned())
+        };
+        let bundle_ca = || -> Result<String, String> {
+            let c = self.get(
+                "mutatingwebhookconfiguration",
+                None,
+                "kruise-mutating-webhook-configuration",
+            )?;
+            Ok(c["webhooks"][0]["clientConfig"]["caBundle"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned())
+        };
+        let decode = |b64: &str| {
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        };
+        let first = secret_ca()?;
+        if !decode(&bundle_ca()?).contains(decode(&first).trim()) {
+            return Err("the caBundle is not the Secret's CA".into());
+        }
+        self.plane.kubectl(
+            &[
+                "delete",
+                "secret",
+                "kruise-webhook-certs",
+                "-n",
+                envtest::NAMESPACE,
+            ],
+            None,
+        )?;
+        let second = wait_for("a new CA in a new Secret", Duration::from_secs(90), || {
+            let ca = secret_ca()?;
+            (ca != first)
+                .then_some(ca)
+                .ok_or_else(|| "the same CA".to_owned())
+        })?;
+        wait_for(
+            "the configurations carry the new CA",
+            Duration::from_secs(90),
+            || {
+                let bundle = decode(&bundle_ca()?);
+                bundle
+                    .contains(decode(&second).trim())
+                    .then_some(())
+                    .ok_or_else(|| "old caBundle".to_owned())
+            },
+        )?;
+        replica.wait_ready(Duration::from_secs(90))?;
+        // The API server trusts the new certificate: a pod create goes through our mpod webhook.
+        self.plane.kubectl(&["create", "-f", "-"], Some(&json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "after-rotation", "namespace": "web"},
+            "spec": {"automountServiceAccountToken": false, "containers": [{"name": "app", "image": "app:1"}]}}).to_string()))
+            .map_err(|e| format!("a pod create after the rotation: {e}"))?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("Secret and caBundles written; a new CA after the Secret was deleted, trusted by the API server".into())
     }
 }
 
