@@ -168,57 +168,18 @@ impl<'a> Cluster<'a> {
     /// Applies `deploy/base` but its webhook configurations and Deployment (the server runs here as a
     /// process), waits for the CRDs to be established, and seeds the cluster.
     fn install(plane: &'a ControlPlane) -> Result<Self, String> {
-        let base = envtest::render_base()?;
-        let rest: Vec<Value> = base
-            .iter()
-            .filter(|o| {
-                ![
-                    "MutatingWebhookConfiguration",
-                    "ValidatingWebhookConfiguration",
-                    "Deployment",
-                ]
-                .iter()
-                .any(|k| envtest::is_kind(o, k))
-            })
-            .cloned()
-            .collect();
-        plane.apply(&rest)?;
-        plane.kubectl(
-            &[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                "crd",
-                "--all",
-            ],
-            None,
-        )?;
+        let base = envtest::install_base(plane)?;
         seed(plane)?;
         let kubeconfig =
             plane.service_account_kubeconfig(envtest::NAMESPACE, envtest::SERVICE_ACCOUNT)?;
-        let now = time::OffsetDateTime::now_utc();
-        let policy = kruise_certs::Policy::new(
-            "kruise-webhook-service.kruise-system.svc",
-            ["127.0.0.1".to_owned()],
-        );
-        let bundle = kruise_certs::execute(&kruise_certs::CertPlan::Fresh, None, now, &policy)
-            .map_err(|e| e.to_string())?;
-        let external_certs = plane.path().join("external-certs");
-        std::fs::create_dir_all(&external_certs).map_err(|e| e.to_string())?;
-        for (name, text) in [
-            ("tls.crt", &bundle.cert_pem),
-            ("tls.key", &bundle.key_pem),
-            ("ca.crt", &bundle.ca_cert_pem),
-        ] {
-            std::fs::write(external_certs.join(name), text).map_err(|e| e.to_string())?;
-        }
+        let (external_certs, external_ca) = envtest::external_certs(plane.path())?;
         Ok(Self {
             plane,
             base,
             kubeconfig,
             port: envtest::free_port(Ipv4Addr::LOCALHOST),
             external_certs,
-            external_ca: bundle.ca_cert_pem,
+            external_ca,
         })
     }
 
