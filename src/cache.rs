@@ -7,6 +7,7 @@
 //! same stores ([`shared`]): one watch per kind for everything this replica does.
 
 pub mod budgets;
+pub mod change;
 pub mod index;
 pub mod intern;
 pub mod shared;
