@@ -163,7 +163,7 @@ impl Target {
 /// behind it, and the re-read that follows takes a round trip of its own.
 fn backoff(attempt: usize) -> Duration {
     let base = 1u64 << (2 * attempt.saturating_sub(1).min(4));
-    let jitter = crate::server::admission::random_unit();
+    let jitter = crate::random::random_unit();
     Duration::from_micros((base as f64 * 1000.0 * (1.0 + jitter)) as u64)
 }
 

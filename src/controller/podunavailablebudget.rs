@@ -243,7 +243,7 @@ pub struct Reconciled {
 
 /// A short jittered pause before re-reading after a conflict (tens of milliseconds, DECISIONS 10).
 async fn conflict_pause() {
-    let jitter = crate::server::admission::random_unit();
+    let jitter = crate::random::random_unit();
     tokio::time::sleep(Duration::from_millis(10 + (jitter * 30.0) as u64)).await;
 }
 
