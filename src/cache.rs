@@ -8,6 +8,7 @@
 
 pub mod budgets;
 pub mod change;
+pub mod group;
 pub mod index;
 pub mod intern;
 pub mod shared;
