@@ -33,11 +33,6 @@ use podunavailablebudget::PodUnavailableBudgetController;
 use sidecarset::{Inputs, SidecarSetController};
 use workloadspread::WorkloadSpreadController;
 
-/// The API server answered `e` with HTTP status `code`.
-pub(crate) fn is_code(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
-}
-
 /// The leader election and the controllers it gates.
 pub struct Controllers {
     leader: LeaderElector,

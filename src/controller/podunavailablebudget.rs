@@ -40,7 +40,6 @@
 //! minutes after its last reconcile. 3 reconciles at once; failures retried after 1 s doubling to 5 min.
 //! Events are recorded as `podunavailablebudget-controller`.
 
-use super::is_code;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,7 +65,7 @@ use kruise_webhooks::podunavailablebudget::pod::{IN_PLACE_WORKLOAD_VERTICAL_SCAL
 use kruise_webhooks::podunavailablebudget::related::{self, WorkloadKey, api_group};
 use kruise_webhooks::podunavailablebudget::status::{self, TargetWorkload};
 
-use super::runtime::{self, Reconciler, Running, Settings, Triggers};
+use super::runtime::{self, Reconciler, Running, Settings, Triggers, is_code};
 use crate::cache::budgets::BudgetCopies;
 use crate::cache::shared::{Change, Shared};
 use crate::events::{EventType, Recorder};

@@ -232,6 +232,12 @@ pub enum Failure<E: std::error::Error + 'static> {
     TimedOut(Duration),
 }
 
+/// The API server answered `e` with HTTP status `code` (every reconciler tells a conflict or a missing
+/// object from a failure with it).
+pub(crate) fn is_code(e: &kube::Error, code: u16) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == code)
+}
+
 /// What one leadership term's reconciles share: failures in a row per object, for the backoff.
 struct Term<R: Reconciler> {
     reconciler: Arc<R>,

@@ -29,7 +29,6 @@
 //! After the status, [`upgrade`] rolls the SidecarSet's sidecars out to the running pods in place (§9
 //! "In-place update", §6.2 hot-upgrade flips): [`reconcile_and_upgrade`].
 
-use super::is_code;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +48,7 @@ use kruise_webhooks::api::sidecarset::{CUSTOM_VERSION_LABEL, SIDECARSET_NAME_LAB
 use kruise_webhooks::sidecarset::inject::INJECTED_LIST_ANNOTATION;
 use kruise_webhooks::sidecarset::status::{self, NewRevision, RevisionOp};
 
-use super::runtime::{self, Reconciler, Running, Settings, Triggers};
+use super::runtime::{self, Reconciler, Running, Settings, Triggers, is_code};
 use crate::cache::shared::Shared;
 
 pub mod upgrade;

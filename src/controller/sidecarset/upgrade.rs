@@ -8,7 +8,6 @@
 //! A PUT the PodUnavailableBudget gate refuses (403 from our `/validate-pod`) ends the round: it is retried
 //! after [`BUDGET_RETRY`] (or at the next pod change), never forced.
 
-use crate::controller::is_code;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,6 +27,7 @@ use kruise_webhooks::sidecarset::upgrade::pod_edit::{
 use kruise_webhooks::sidecarset::upgrade::{self, Round, Stop};
 
 use super::ReconcileError;
+use crate::controller::runtime::is_code;
 use crate::events::{EventType, Recorder};
 use crate::metrics::Metrics;
 
