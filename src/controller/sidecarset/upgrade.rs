@@ -26,7 +26,7 @@ use kruise_webhooks::sidecarset::upgrade::pod_edit::{
 };
 use kruise_webhooks::sidecarset::upgrade::{self, Round, Stop};
 
-use super::ReconcileError;
+use super::error::ReconcileError;
 use crate::controller::runtime::is_code;
 use crate::events::{EventType, Recorder};
 use crate::metrics::Metrics;
