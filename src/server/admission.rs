@@ -28,10 +28,10 @@ use kruise_webhooks::workloadspread::SpreadFacts;
 use kruise_webhooks::workloadspread::{self, whitelist::WhitelistSource};
 use kruise_webhooks::{FeatureGates, Verdict, WebhookError};
 
+use super::state::AppState;
 use crate::cache::Cluster;
 use crate::metrics::RouteMetrics;
 use crate::random::random_unit;
-use crate::server::AppState;
 
 /// The largest AdmissionReview accepted: controller-runtime's limit (7 MiB), which a review carrying an
 /// object and its old object near etcd's size limit stays under.
