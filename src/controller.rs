@@ -10,6 +10,7 @@
 //! and [`crate::Server::shutdown`] stops them. Standalone mode (`--objects`, standalone certificates) runs
 //! no controller and takes no Lease: there is no cluster to write to.
 
+mod failure;
 pub mod launch_priority;
 pub mod leader;
 pub mod podunavailablebudget;
@@ -107,7 +108,8 @@ impl Controllers {
                         writer.clone(),
                         config.gates.clone(),
                         cache.budget_copies().clone(),
-                    ),
+                    )
+                    .with_metrics(metrics.clone()),
                     inputs,
                     Arc::new(k8s_openapi::jiff::Timestamp::now),
                     leader.is_leader(),

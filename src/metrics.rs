@@ -91,6 +91,15 @@ pub struct ResourceLabels {
     pub resource: String,
 }
 
+/// `{controller,reason}` of the controller error metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerReasonLabels {
+    /// The kind the controller reconciles (`SidecarSet`, `PodUnavailableBudget`, `Pod`, ...).
+    pub controller: String,
+    /// The API server's reason (`Forbidden`, `Conflict`, ...), `Unreachable`, `Timeout` or `Other`.
+    pub reason: String,
+}
+
 /// `{name}` of the leader-election metrics: the Lease name.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeaseLabels {
@@ -185,6 +194,8 @@ pub struct Metrics {
     /// `informer_synced{resource}`: 1 once the informer store of a resource readiness waits for has its
     /// first list, else 0 (set at each scrape: [`Metrics::observe_sync`]).
     pub informer_synced: Family<ResourceLabels, Gauge>,
+    /// `controller_errors_total{controller,reason}`: failed reconciles, by controller and reason.
+    pub controller_errors: Family<ControllerReasonLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -363,7 +374,14 @@ impl Metrics {
             "Whether the informer cache of a resource readiness waits for has its first list (1) or not (0)",
             informer_synced.clone(),
         );
+        let controller_errors = Family::<ControllerReasonLabels, Counter>::default();
+        registry.register(
+            "controller_errors",
+            "Failed reconciles, by controller and reason (the API server's reason when it answered)",
+            controller_errors.clone(),
+        );
         Self {
+            controller_errors,
             informer_synced,
             spread_full,
             spread_writes,

@@ -417,6 +417,25 @@ async fn the_loop_reconciles_only_while_leading() {
     )
     .await;
     let before = tokio::time::Instant::now();
+    // The failure is told on the SidecarSet (a Warning event with the API server's answer), then retried.
+    let event = expect(
+        &mut handle,
+        Method::POST,
+        "/api/v1/namespaces/default/events",
+    )
+    .await;
+    assert_eq!(event.body["reason"], "ReconcileFailed");
+    assert_eq!(event.body["type"], "Warning");
+    assert_eq!(event.body["involvedObject"]["kind"], "SidecarSet");
+    assert!(
+        event.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("(InternalError 500)"),
+        "{}",
+        event.body
+    );
+    respond(event.send, StatusCode::CREATED, &event.body);
     expect_create(&mut handle, NAME_0, StatusCode::CREATED, None).await;
     assert!(before.elapsed() >= Duration::from_secs(1), "backed off");
     expect_up_to_date_status(&mut handle).await;

@@ -279,6 +279,39 @@ async fn a_delete_spends_the_budget_and_records_the_pod() {
 }
 
 #[tokio::test]
+async fn every_call_of_the_gate_is_granted_by_the_shipped_rbac_and_one_rule_less_fails() {
+    // The stand-in authorizes as the shipped ServiceAccount against deploy/base/rbac.yaml: the delete above
+    // made no call it refused.
+    let stand_in = cluster(5, 1);
+    let state = replica(&stand_in).await;
+    let response = review(&state, deletion(0)).await;
+    assert_eq!(response["allowed"], true, "{response}");
+    assert_eq!(stand_in.forbidden(), Vec::<String>::new());
+    // Without `update` on podunavailablebudgets/status the spend cannot be recorded: the delete is refused
+    // with the API server's refusal, and nothing is spent.
+    let rules =
+        common::apiserver::rbac::Rules::shipped().without("podunavailablebudgets/status", "update");
+    let stand_in = StandIn::with_rbac(rules);
+    stand_in.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}));
+    for i in 0..5 {
+        stand_in.put(pod(i));
+    }
+    stand_in.put(budget(1, 5));
+    let state = replica(&stand_in).await;
+    let response = review(&state, deletion(0)).await;
+    assert_eq!(response["allowed"], false, "{response}");
+    let forbidden = stand_in.forbidden();
+    assert_eq!(
+        forbidden.first().map(String::as_str),
+        Some(
+            "podunavailablebudgets \"pub-web\" is forbidden: User \"system:serviceaccount:kruise-system:kruise-webhook\" cannot update resource \"podunavailablebudgets/status\" in API group \"policy.kruise.io\" in the namespace \"default\""
+        ),
+        "{forbidden:?}"
+    );
+    assert_eq!(stored(&stand_in), (BTreeSet::new(), 1), "nothing spent");
+}
+
+#[tokio::test]
 async fn a_conflict_is_read_again_and_decided_on_the_fresh_object() {
     // Scenario 34: the first write meets a concurrent one; the re-read object still has budget.
     let stand_in = cluster(5, 1);

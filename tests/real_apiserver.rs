@@ -79,6 +79,16 @@ fn main() {
             c.readiness(Mode::SelfManagedService)
         }),
         ("unsynced_cache_is_named", |c| c.unsynced_cache_is_named()),
+        ("sidecarset_in_place_update", |c| {
+            c.sidecarset_in_place_update()
+        }),
+        ("forbidden_pod_update_is_reported", |c| {
+            c.forbidden_pod_update_is_reported()
+        }),
+        ("pub_with_a_deployment", |c| c.pub_with_a_deployment()),
+        ("deletion_protection", |c| c.deletion_protection()),
+        ("conversion_v1alpha1_v1beta1", |c| c.conversion()),
+        ("lease_failover_and_release", |c| c.lease_failover()),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -226,6 +236,17 @@ impl<'a> Cluster<'a> {
             for c in &mut configurations {
                 envtest::to_url(c, "127.0.0.1", self.port, &self.external_ca);
             }
+            // The CRDs' conversion webhooks too, as cert-manager's CA injector and a URL-mode install do.
+            let mut crds: Vec<Value> = self
+                .base
+                .iter()
+                .filter(|o| envtest::is_kind(o, "CustomResourceDefinition"))
+                .cloned()
+                .collect();
+            for crd in &mut crds {
+                envtest::to_url(crd, "127.0.0.1", self.port, &self.external_ca);
+            }
+            self.plane.apply(&crds)?;
         }
         self.plane.apply(&configurations).map(drop)
     }
@@ -378,6 +399,623 @@ impl Cluster<'_> {
         }
         replica.stop(STOP_WITHIN)?;
         Ok(line)
+    }
+}
+
+/// How long a controller may take to act on a change.
+const ACT_WITHIN: Duration = Duration::from_secs(20);
+
+/// Polls `probe` every 100 ms until it gives a value, up to `within`.
+///
+/// # Errors
+/// `what` and the last thing `probe` said, when it never gave one.
+fn wait_for<T>(
+    what: &str,
+    within: Duration,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let deadline = Instant::now() + within;
+    loop {
+        match probe() {
+            Ok(value) => return Ok(value),
+            Err(last) if Instant::now() > deadline => {
+                return Err(format!("{what}: not within {within:?}; last: {last}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+impl Cluster<'_> {
+    /// An object as the admin reads it.
+    fn get(&self, resource: &str, namespace: Option<&str>, name: &str) -> Result<Value, String> {
+        let mut args = vec!["get", resource, name, "-o", "json"];
+        if let Some(ns) = namespace {
+            args.extend(["-n", ns]);
+        }
+        let text = self.plane.kubectl(&args, None)?;
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }
+
+    /// A running replica (external certificates, URL mode) as `identity` (the shipped ServiceAccount when
+    /// `None`), ready.
+    fn serving(&self, identity: Option<&str>, name: &str) -> Result<Replica, String> {
+        self.install_configurations(Mode::ExternalUrl)?;
+        let kubeconfig = match identity {
+            None => self.kubeconfig.clone(),
+            Some(sa) => self
+                .plane
+                .service_account_kubeconfig(envtest::NAMESPACE, sa)?,
+        };
+        let mut replica = Replica::start(
+            self.deployment(),
+            &kubeconfig,
+            &self.options(Mode::ExternalUrl, Ipv4Addr::LOCALHOST),
+            self.plane.path(),
+            name,
+        );
+        replica.wait_ready(READY_WITHIN)?;
+        Ok(replica)
+    }
+
+    /// A SidecarSet `name` injecting `agent:<tag>` as container `agent` into pods labelled `app=<name>` of
+    /// `shop`, rolled out in place one pod at a time; and a pod of it created, injected, and reported
+    /// running and ready through the status subresource as a kubelet would.
+    fn sidecar_set_with_a_running_pod(&self, name: &str) -> Result<(), String> {
+        self.plane.apply(&[json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}},
+                     "updateStrategy": {"type": "RollingUpdate", "maxUnavailable": 1},
+                     "containers": [{"name": "agent", "image": "agent:1"}]},
+        })])?;
+        // The pod webhook's cache has the SidecarSet once a dry-run create shows the injection.
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{name}-0"), "namespace": "shop", "labels": {"app": name}},
+            "spec": {"nodeName": "node-1", "automountServiceAccountToken": false,
+                     "containers": [{"name": "app", "image": "app:1"}]},
+        });
+        wait_for("the SidecarSet injects at pod create", ACT_WITHIN, || {
+            let out = self.plane.kubectl(
+                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                Some(&pod.to_string()),
+            )?;
+            out.contains("\"agent:1\"")
+                .then_some(())
+                .ok_or_else(|| "no sidecar yet".to_owned())
+        })?;
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        self.plane.kubelet("shop", &format!("app={name}"))?;
+        Ok(())
+    }
+
+    /// Issue 37: the SidecarSet in-place update through a real API server with RBAC, as the shipped
+    /// ServiceAccount: a new sidecar image reaches a running pod (its PUT is granted), and the SidecarSet's
+    /// status counts it.
+    fn sidecarset_in_place_update(&self) -> Outcome {
+        let replica = self.serving(None, "in-place")?;
+        let name = "inplace";
+        self.sidecar_set_with_a_running_pod(name)?;
+        let t = Instant::now();
+        self.plane.kubectl(
+            &[
+                "patch",
+                "sidecarset",
+                name,
+                "--type=json",
+                "-p",
+                r#"[{"op":"replace","path":"/spec/containers/0/image","value":"agent:2"}]"#,
+            ],
+            None,
+        )?;
+        let pod = format!("{name}-0");
+        wait_for(
+            "the pod's sidecar updated in place to agent:2",
+            ACT_WITHIN,
+            || {
+                let pod = self.get("pod", Some("shop"), &pod)?;
+                let image = pod["spec"]["containers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["name"] == "agent")
+                    .map(|c| c["image"].clone());
+                (image == Some(json!("agent:2")))
+                    .then_some(())
+                    .ok_or_else(|| format!("agent image {image:?}"))
+            },
+        )
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 20)))?;
+        let updated = t.elapsed();
+        wait_for(
+            "the SidecarSet's status counts the updated pod",
+            ACT_WITHIN,
+            || {
+                let set = self.get("sidecarset", None, name)?;
+                let status = &set["status"];
+                (status["matchedPods"] == 1 && status["updatedPods"] == 1)
+                    .then_some(())
+                    .ok_or_else(|| status.to_string())
+            },
+        )?;
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "sidecar image updated in place {:.1} s after the SidecarSet changed",
+            updated.as_secs_f64()
+        ))
+    }
+
+    /// Issue 37: an identity without `update` on pods (the shipped RBAC lacked it) makes the in-place update
+    /// fail, and the failure says so: never read as a PodUnavailableBudget refusal, logged at WARN with the
+    /// API server's message, counted in `controller_errors_total{controller="SidecarSet",reason="Forbidden"}`,
+    /// and told on the SidecarSet as a Warning event.
+    fn forbidden_pod_update_is_reported(&self) -> Outcome {
+        let identity = "kruise-webhook-no-pod-update";
+        self.plane.apply(&envtest::identity_without_verb(
+            &self.base, identity, "pods", "update",
+        ))?;
+        let replica = self.serving(Some(identity), "no-pod-update")?;
+        let name = "forbidden";
+        self.sidecar_set_with_a_running_pod(name)?;
+        self.plane.kubectl(
+            &[
+                "patch",
+                "sidecarset",
+                name,
+                "--type=json",
+                "-p",
+                r#"[{"op":"replace","path":"/spec/containers/0/image","value":"agent:2"}]"#,
+            ],
+            None,
+        )?;
+        let event = wait_for(
+            "a Warning event ReconcileFailed on the SidecarSet",
+            ACT_WITHIN,
+            || {
+                let events = self.plane.kubectl(
+                    &[
+                        "get",
+                        "events",
+                        "-n",
+                        "default",
+                        "-o",
+                        "json",
+                        "--field-selector",
+                        &format!("involvedObject.name={name},reason=ReconcileFailed"),
+                    ],
+                    None,
+                )?;
+                let events: Value = serde_json::from_str(&events).map_err(|e| e.to_string())?;
+                events["items"]
+                    .as_array()
+                    .and_then(|items| items.first())
+                    .and_then(|e| e["message"].as_str().map(str::to_owned))
+                    .ok_or_else(|| "no event".to_owned())
+            },
+        )?;
+        for wanted in [
+            "forbidden",
+            "cannot update resource \"pods\"",
+            &format!("{name}-0"),
+        ] {
+            if !event.contains(wanted) {
+                return Err(format!("the event does not say {wanted:?}: {event}"));
+            }
+        }
+        let log = std::fs::read_to_string(&replica.log).unwrap_or_default();
+        if log.contains("refused by a PodUnavailableBudget") {
+            return Err("the RBAC 403 was read as a PodUnavailableBudget refusal".into());
+        }
+        if !log.lines().any(|l| {
+            l.contains("\"level\":\"WARN\"")
+                && l.contains("reconcile failed")
+                && l.contains("is forbidden")
+        }) {
+            return Err(format!(
+                "no WARN line with the API server's message:\n{}",
+                envtest::server_log(&replica.log, 10)
+            ));
+        }
+        let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
+        let sample = "controller_errors_total{controller=\"SidecarSet\",reason=\"Forbidden\"}";
+        if !metrics.lines().any(|l| l.starts_with(sample)) {
+            return Err(format!("/metrics lacks {sample}"));
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!("event: {event}"))
+    }
+}
+
+/// An eviction's outcome: allowed (201), or the API server's refusal (its code and message).
+type Evicted = Result<(), (u16, String)>;
+
+impl Cluster<'_> {
+    /// Evicts `pods` of `namespace` all at once (one request each, concurrently), as the admin.
+    fn evict(
+        &self,
+        namespace: &str,
+        pods: &[String],
+        dry_run: bool,
+    ) -> Result<Vec<Evicted>, String> {
+        use futures::StreamExt;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async {
+            let client = self.plane.admin_client().await?;
+            let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
+                kube::Api::namespaced(client, namespace);
+            // A dry run as `?dryRun=All`, which the API server copies into the Eviction's deleteOptions
+            // (kube's EvictParams.delete_options is sent as `delete_options`, a field the API server
+            // ignores).
+            let params = kube::api::EvictParams {
+                post_options: kube::api::PostParams {
+                    dry_run,
+                    ..kube::api::PostParams::default()
+                },
+                ..kube::api::EvictParams::default()
+            };
+            Ok(futures::stream::iter(pods)
+                .map(|pod| {
+                    let (api, params) = (&api, &params);
+                    async move {
+                        match api.evict(pod, params).await {
+                            Ok(_) => Ok(()),
+                            Err(kube::Error::Api(s)) => Err((s.code, s.message)),
+                            Err(e) => Err((0, e.to_string())),
+                        }
+                    }
+                })
+                .buffer_unordered(pods.len().max(1))
+                .collect()
+                .await)
+        })
+    }
+
+    /// The PUB's status.
+    fn budget_status(&self, namespace: &str, name: &str) -> Result<Value, String> {
+        Ok(self.get("podunavailablebudget", Some(namespace), name)?["status"].clone())
+    }
+
+    /// Runs pods of `namespace` labelled `selector` as a kubelet would until `count` run.
+    fn run_pods(
+        &self,
+        namespace: &str,
+        selector: &str,
+        count: usize,
+    ) -> Result<Vec<String>, String> {
+        wait_for(
+            &format!("{count} pods {selector} running"),
+            ACT_WITHIN,
+            || {
+                let names = self.plane.kubelet(namespace, selector)?;
+                (names.len() >= count)
+                    .then_some(names.clone())
+                    .ok_or_else(|| format!("{} pods", names.len()))
+            },
+        )
+    }
+
+    /// Issue 37: a PodUnavailableBudget over a Deployment's pods (kube-controller-manager creates them, a
+    /// simulated kubelet runs them): the pods are stamped with it, its status written; a dry-run eviction
+    /// spends nothing; 20 concurrent evictions against a budget of 2 allow exactly 2; once the budget is back,
+    /// a drain-style loop (evict one after the other until refused) stops at it.
+    fn pub_with_a_deployment(&self) -> Outcome {
+        if !self.plane.has_controller_manager() {
+            return Err("needs kube-controller-manager in KUBEBUILDER_ASSETS".into());
+        }
+        let replica = self.serving(None, "pub")?;
+        let ns = "pubtest";
+        self.plane.apply(&[
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            json!({"apiVersion": "policy.kruise.io/v1beta1", "kind": "PodUnavailableBudget",
+                "metadata": {"name": "web", "namespace": ns},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 2}}),
+        ])?;
+        self.plane.apply(&[json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"replicas": 20, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 0,
+                             "containers": [{"name": "web", "image": "nginx:1.25"}]}}}})])?;
+        let pods = self.run_pods(ns, "app=web", 20)?;
+        let status = wait_for(
+            "the PUB's status counts 20 available pods",
+            ACT_WITHIN,
+            || {
+                let status = self.budget_status(ns, "web")?;
+                (status["totalReplicas"] == 20
+                    && status["currentAvailable"] == 20
+                    && status["desiredAvailable"] == 18
+                    && status["unavailableAllowed"] == 2)
+                    .then(|| status.clone())
+                    .ok_or_else(|| status.to_string())
+            },
+        )
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 10)))?;
+        let pod = self.get("pod", Some(ns), &pods[0])?;
+        if pod["metadata"]["annotations"]["pub.kruise.io/related-pub"] != "web" {
+            return Err(format!("pod not stamped: {}", pod["metadata"]));
+        }
+        // A dry run is allowed and spends nothing.
+        let dry = self.evict(ns, &pods[..1], true)?;
+        if dry != [Ok(())] {
+            return Err(format!("dry-run eviction: {dry:?}"));
+        }
+        let after_dry = self.budget_status(ns, "web")?;
+        if after_dry["unavailableAllowed"] != 2
+            || !after_dry["disruptedPods"]
+                .as_object()
+                .is_none_or(|m| m.is_empty())
+        {
+            return Err(format!("a dry run spent budget: {after_dry}"));
+        }
+        // 20 at once against a budget of 2.
+        let outcomes = self.evict(ns, &pods, false)?;
+        let allowed = outcomes.iter().filter(|o| o.is_ok()).count();
+        let refusal = "admission webhook \"vpodeviction.kb.io\" denied the request: podunavailablebudget.policy.kruise.io \"web\" is forbidden: pub unavailable allowed is negative";
+        let odd: Vec<&Evicted> = outcomes
+            .iter()
+            .filter(|o| matches!(o, Err((code, message)) if *code != 403 || message != refusal))
+            .collect();
+        if allowed != 2 || !odd.is_empty() {
+            return Err(format!(
+                "{allowed} of 20 concurrent evictions allowed; other refusals: {odd:?}"
+            ));
+        }
+        // Spent: the 2 evicted pods are recorded as disrupted until the controller sees them gone.
+        let spent = self.budget_status(ns, "web")?;
+        let disrupted = spent["disruptedPods"].as_object().map_or(0, |m| m.len());
+        let gone = 20 - spent["currentAvailable"].as_i64().unwrap_or(20);
+        if spent["unavailableAllowed"] != 0 || disrupted.max(gone as usize) != 2 {
+            return Err(format!("the PUB does not record the 2 evictions: {spent}"));
+        }
+        // The evicted pods go (no kubelet here to finish their deletion: forced), their replacements run,
+        // and the budget comes back.
+        for pod in self.plane.kubectl(&["get", "pods", "-n", ns, "-o", "jsonpath={range .items[?(@.metadata.deletionTimestamp)]}{.metadata.name} {end}"], None)?.split_whitespace() {
+            self.plane.kubectl(&["delete", "pod", pod, "-n", ns, "--grace-period=0", "--force"], None)?;
+        }
+        let pods = self.run_pods(ns, "app=web", 20)?;
+        wait_for("the budget back at 2", ACT_WITHIN, || {
+            let _ = self.plane.kubelet(ns, "app=web")?;
+            let status = self.budget_status(ns, "web")?;
+            (status["unavailableAllowed"] == 2)
+                .then_some(())
+                .ok_or_else(|| status.to_string())
+        })?;
+        // kubectl drain's loop: one eviction after the other, stopping at the first refusal.
+        let mut drained = 0;
+        for pod in &pods {
+            match self.evict(ns, std::slice::from_ref(pod), false)?.remove(0) {
+                Ok(()) => drained += 1,
+                Err((403, message)) if message == refusal => break,
+                Err(other) => return Err(format!("evicting {pod}: {other:?}")),
+            }
+        }
+        if drained != 2 {
+            return Err(format!("the drain loop evicted {drained} pods, not 2"));
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "status {}; 2 of 20 concurrent evictions allowed; the drain loop stopped after 2",
+            json!({"total": status["totalReplicas"], "allowed": status["unavailableAllowed"]})
+        ))
+    }
+}
+
+impl Cluster<'_> {
+    /// `kubectl delete` of `what`, which our webhook `webhook` must refuse with `message`.
+    fn refused_deletion(&self, what: &[&str], webhook: &str, message: &str) -> Result<(), String> {
+        let mut args = vec!["delete", "--wait=false"];
+        args.extend(what);
+        match self.plane.kubectl(&args, None) {
+            Ok(out) => Err(format!(
+                "kubectl delete {} was allowed: {out}",
+                what.join(" ")
+            )),
+            Err(e)
+                if e.contains(&format!(
+                    "admission webhook \"{webhook}\" denied the request: {message}"
+                )) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(format!(
+                "kubectl delete {}: not the refusal expected: {e}",
+                what.join(" ")
+            )),
+        }
+    }
+
+    /// Issue 37: deletion protection through the API server (spec/deletion-protection.md §9 scenarios 2,
+    /// 3, 9, 10, 14): a namespace labelled Always, a Cascading one with a running pod, a Cascading Deployment
+    /// with replicas (allowed once scaled to zero), a CRD labelled Always; the metrics count by the admin's
+    /// name.
+    fn deletion_protection(&self) -> Outcome {
+        let replica = self.serving(None, "deletion-protection")?;
+        let label = "policy.kruise.io/delete-protection";
+        self.plane.apply(&[
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "dp-always", "labels": {label: "Always"}}}),
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "dp-cascading", "labels": {label: "Cascading"}}}),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                   "metadata": {"name": "default", "namespace": "dp-cascading"}}),
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "widgets.example.com", "labels": {label: "Always"}},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}),
+        ])?;
+        let always = "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Always";
+        self.refused_deletion(&["namespace", "dp-always"], "vnamespace.kb.io", always)?;
+        self.plane.apply(&[json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p1", "namespace": "dp-cascading", "labels": {"app": "p1"}},
+            "spec": {"automountServiceAccountToken": false, "containers": [{"name": "app", "image": "app:1"}]}})])?;
+        self.run_pods("dp-cascading", "app=p1", 1)?;
+        self.refused_deletion(
+            &["namespace", "dp-cascading"],
+            "vnamespace.kb.io",
+            "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and active pods 1>0",
+        )?;
+        self.plane
+            .apply(&[json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d2", "namespace": "dp-cascading", "labels": {label: "Cascading"}},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "d2"}},
+                "template": {"metadata": {"labels": {"app": "d2"}},
+                    "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}})])?;
+        self.refused_deletion(
+            &["deployment", "d2", "-n", "dp-cascading"],
+            "vbuiltindeployment.kb.io",
+            "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and replicas 3>0",
+        )?;
+        self.plane.kubectl(
+            &[
+                "scale",
+                "deployment",
+                "d2",
+                "-n",
+                "dp-cascading",
+                "--replicas=0",
+            ],
+            None,
+        )?;
+        self.plane
+            .kubectl(&["delete", "deployment", "d2", "-n", "dp-cascading"], None)
+            .map_err(|e| format!("a Cascading Deployment scaled to zero: {e}"))?;
+        self.refused_deletion(
+            &["crd", "widgets.example.com"],
+            "vcustomresourcedefinition.kb.io",
+            always,
+        )?;
+        let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
+        for sample in [
+            "namespace_deletion_protection{name=\"dp-always\",username=\"admin\"} 1",
+            "workload_deletion_protection{kind_namespace_name=\"Deployment_dp-cascading_d2\",username=\"admin\"} 1",
+            "crd_deletion_protection{name=\"widgets.example.com\",username=\"admin\"} 1",
+        ] {
+            if !metrics.contains(sample) {
+                return Err(format!("/metrics lacks {sample}"));
+            }
+        }
+        // Unprotected again, so that nothing is left undeletable.
+        for (kind, name) in [
+            ("namespace", "dp-always"),
+            ("namespace", "dp-cascading"),
+            ("crd", "widgets.example.com"),
+        ] {
+            self.plane
+                .kubectl(&["label", kind, name, &format!("{label}-")], None)?;
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok("namespace Always, namespace Cascading with a pod, Deployment Cascading with replicas, CRD Always refused; scaled to zero allowed".into())
+    }
+
+    /// Issue 37: `/convert` through the API server: a SidecarSet created as `v1alpha1` is stored as
+    /// `v1beta1` (the storage version) and read back in both.
+    fn conversion(&self) -> Outcome {
+        let replica = self.serving(None, "convert")?;
+        self.plane.kubectl(
+            &["create", "-f", "-"],
+            Some(
+                &json!({
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+            "metadata": {"name": "converted"},
+            "spec": {"selector": {"matchLabels": {"app": "converted"}},
+                     "containers": [{"name": "agent", "image": "agent:1"}]}})
+                .to_string(),
+            ),
+        )?;
+        let beta = self.get("sidecarsets.v1beta1.apps.kruise.io", None, "converted")?;
+        let alpha = self.get("sidecarsets.v1alpha1.apps.kruise.io", None, "converted")?;
+        if beta["apiVersion"] != "apps.kruise.io/v1beta1"
+            || alpha["apiVersion"] != "apps.kruise.io/v1alpha1"
+        {
+            return Err(format!(
+                "read back as {} and {}",
+                beta["apiVersion"], alpha["apiVersion"]
+            ));
+        }
+        if alpha["spec"]["containers"][0]["image"] != "agent:1"
+            || beta["spec"]["containers"][0]["image"] != "agent:1"
+        {
+            return Err(format!(
+                "the containers did not survive the conversion: {alpha} / {beta}"
+            ));
+        }
+        let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
+        if !metrics.lines().any(|l| {
+            l.starts_with(
+                "controller_runtime_webhook_requests_total{webhook=\"/convert\",code=\"200\"}",
+            )
+        }) {
+            return Err("no /convert request counted".into());
+        }
+        self.plane
+            .kubectl(&["delete", "sidecarset", "converted"], None)?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("v1alpha1 created, v1beta1 stored, both read back".into())
+    }
+
+    /// The holder of the leader Lease.
+    fn lease_holder(&self) -> Result<String, String> {
+        let lease = self.get("lease", Some(envtest::NAMESPACE), "kruise-manager")?;
+        Ok(lease["spec"]["holderIdentity"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned())
+    }
+
+    /// Issue 37: two replicas share the Lease `kruise-system/kruise-manager`: one leads, the other does
+    /// not; SIGTERM on the leader releases it and the other leads within a retry period or two (not the
+    /// 15 s lease duration).
+    fn lease_failover(&self) -> Outcome {
+        let is_leader = |replica: &Replica| {
+            let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
+            metrics.lines().any(|l| l == "kruise_manager_is_leader 1")
+        };
+        let first = self.serving(None, "lease-first")?;
+        wait_for("the first replica leads", ACT_WITHIN, || {
+            is_leader(&first)
+                .then_some(())
+                .ok_or_else(|| "not leading".to_owned())
+        })?;
+        let holder = self.lease_holder()?;
+        let mut second = Replica::start(
+            self.deployment(),
+            &self.kubeconfig,
+            &self.options(Mode::ExternalUrl, Ipv4Addr::new(127, 0, 0, 2)),
+            self.plane.path(),
+            "lease-second",
+        );
+        second.wait_ready(READY_WITHIN)?;
+        std::thread::sleep(Duration::from_secs(3));
+        if is_leader(&second) || self.lease_holder()? != holder {
+            return Err("the second replica took the Lease from a live leader".into());
+        }
+        let stopped = Instant::now();
+        first.stop(STOP_WITHIN)?;
+        let released = self.lease_holder()?;
+        wait_for("the second replica leads", Duration::from_secs(8), || {
+            is_leader(&second)
+                .then_some(())
+                .ok_or_else(|| "not leading".to_owned())
+        })?;
+        let took = stopped.elapsed();
+        let now = self.lease_holder()?;
+        if now == holder || now.is_empty() {
+            return Err(format!("the Lease is held by {now:?} after the failover"));
+        }
+        second.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "released on SIGTERM (holder {released:?} right after), the other replica led {:.1} s after",
+            took.as_secs_f64()
+        ))
     }
 }
 

@@ -30,9 +30,14 @@ use kruise_webhooks::launch_priority::barrier::{
 };
 use kruise_webhooks::launch_priority::barrier_name;
 
-use super::runtime::{self, Reconciler, Running, Settings, Triggers, is_code};
+use super::failure::is_code;
+use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::{Change, Shared};
+use crate::events::Recorder;
 use crate::metrics::Metrics;
+
+/// The component its events are recorded as.
+pub const COMPONENT: &str = "containerlaunchpriority-controller";
 
 /// Why a reconcile failed (retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +111,8 @@ pub struct LaunchPriorityController {
     pods: Shared<SlimPod>,
     barriers: Arc<Barriers>,
     metrics: Metrics,
+    /// Failed reconciles: counted and told on the pod.
+    report: FailureReport,
 }
 
 impl LaunchPriorityController {
@@ -124,6 +131,10 @@ impl LaunchPriorityController {
     /// The controller, not started (tests call [`LaunchPriorityController::handle`]).
     pub fn new(client: Client, pods: Shared<SlimPod>, metrics: Metrics) -> Self {
         Self {
+            report: FailureReport {
+                metrics: metrics.clone(),
+                recorder: Recorder::new(client.clone(), COMPONENT),
+            },
             client,
             pods,
             barriers: Arc::default(),
@@ -272,6 +283,10 @@ impl LaunchPriorityController {
 impl Reconciler for LaunchPriorityController {
     type Object = SlimPod;
     type Error = BarrierError;
+
+    fn failure_report(&self) -> Option<&FailureReport> {
+        Some(&self.report)
+    }
 
     fn synced(&self) -> BoxFuture<'static, ()> {
         self.pods.ready().boxed()

@@ -65,10 +65,12 @@ use kruise_webhooks::podunavailablebudget::pod::{IN_PLACE_WORKLOAD_VERTICAL_SCAL
 use kruise_webhooks::podunavailablebudget::related::{self, WorkloadKey, api_group};
 use kruise_webhooks::podunavailablebudget::status::{self, TargetWorkload};
 
-use super::runtime::{self, Reconciler, Running, Settings, Triggers, is_code};
+use super::failure::is_code;
+use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::budgets::BudgetCopies;
 use crate::cache::shared::{Change, Shared};
 use crate::events::{EventType, Recorder};
+use crate::metrics::Metrics;
 use crate::workload::{
     FindError, Finder, Options, Reference, SlimWorkload, WorkloadKind, Workloads,
 };
@@ -115,6 +117,8 @@ pub struct Context {
     /// The PUBs this process last wrote or read fresh (§6.5 step 3), and a lock per PUB: shared with the
     /// admission gate's spends in a server ([`crate::cache::budgets`]).
     copies: BudgetCopies,
+    /// Failed reconciles: counted and told on the PUB.
+    report: FailureReport,
 }
 
 impl Context {
@@ -127,12 +131,24 @@ impl Context {
     /// The same, deciding on and writing under the PUB copies and locks of `copies` (the server's, shared
     /// with the admission gate).
     pub fn sharing(client: Client, gates: FeatureGates, copies: BudgetCopies) -> Self {
+        let recorder = Recorder::new(client.clone(), COMPONENT);
         Self {
-            recorder: Recorder::new(client.clone(), COMPONENT),
+            report: FailureReport {
+                metrics: Metrics::new(),
+                recorder: recorder.clone(),
+            },
+            recorder,
             client,
             gates,
             copies,
         }
+    }
+
+    /// Counts failed reconciles in `metrics` (`controller_errors_total`; a fresh registry otherwise).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.report.metrics = metrics;
+        self
     }
 
     /// The base to compute on: the newer of the informer copy and the last copy this process wrote or read.
@@ -629,6 +645,10 @@ fn workload_trigger(
 impl Reconciler for PodUnavailableBudgetController {
     type Object = PodUnavailableBudget;
     type Error = ReconcileError;
+
+    fn failure_report(&self) -> Option<&FailureReport> {
+        Some(&self.ctx.report)
+    }
 
     fn synced(&self) -> BoxFuture<'static, ()> {
         let waits = (

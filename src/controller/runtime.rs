@@ -14,7 +14,11 @@
 //!   so a reconcile polled in the instant leadership ends cannot slip one out;
 //! - a failed reconcile (an error, or longer than [`Settings::reconcile_timeout`]) is retried after
 //!   [`Settings::min_backoff`] doubling per failure in a row up to [`Settings::max_backoff`]; a change of
-//!   the object or of what it depends on retries it at once;
+//!   the object or of what it depends on retries it at once. Each failure is logged at WARN with the API
+//!   server's message and the object, and, where the controller has a [`FailureReport`], counted in
+//!   `controller_errors_total{controller,reason}` and told on the object as a Warning event
+//!   (`ReconcileFailed`): at the first failure of a run, when the message changes, and at most every
+//!   [`Settings::max_backoff`] while it repeats (no event storm);
 //! - a successful one is repeated after [`Settings::resync`] (jittered by up to 10 %) unless something
 //!   triggers it before: a safety net, never the way changes are found. Controllers of pods turn it off
 //!   ([`Settings::per_pod`]): a scheduled resync of each of 10,000 pods held ~7 MiB per controller, for
@@ -37,7 +41,22 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::failure::{failure_reason, failure_text};
 use crate::cache::shared::{Change, Shared};
+use crate::events::{EventType, Recorder};
+use crate::metrics::{ControllerReasonLabels, Metrics};
+
+/// Where a controller's failed reconciles are reported beyond the log ([`Reconciler::failure_report`]).
+#[derive(Clone)]
+pub struct FailureReport {
+    /// `controller_errors_total{controller,reason}`.
+    pub metrics: Metrics,
+    /// Records the Warning event `ReconcileFailed` on the object.
+    pub recorder: Recorder,
+}
+
+/// The reason of the Warning event on an object whose reconcile failed.
+pub const RECONCILE_FAILED: &str = "ReconcileFailed";
 
 /// Timing of a controller.
 #[derive(Debug, Clone, Copy)]
@@ -97,6 +116,11 @@ pub trait Reconciler: Send + Sync + 'static {
     /// The objects and what triggers their reconcile; called each time this replica starts leading (the
     /// feeds are subscribed to then).
     fn triggers(&self) -> Triggers<Self::Object>;
+
+    /// Where failed reconciles are counted and told on the object (module docs); `None`: the log alone.
+    fn failure_report(&self) -> Option<&FailureReport> {
+        None
+    }
 
     /// Brings one object to its desired state. `Ok(Some(after))` asks for another reconcile after `after`
     /// even if nothing changes (waiting on something that sends no event); `Ok(None)`: when something does.
@@ -232,21 +256,24 @@ pub enum Failure<E: std::error::Error + 'static> {
     TimedOut(Duration),
 }
 
-/// The API server answered `e` with HTTP status `code` (every reconciler tells a conflict or a missing
-/// object from a failure with it).
-pub(crate) fn is_code(e: &kube::Error, code: u16) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == code)
-}
-
-/// What one leadership term's reconciles share: failures in a row per object, for the backoff.
+/// What one leadership term's reconciles share: failures in a row per object, for the backoff and the
+/// events.
 struct Term<R: Reconciler> {
     reconciler: Arc<R>,
     settings: Settings,
-    failures: Mutex<HashMap<ObjectRef<R::Object>, u32>>,
+    failures: Mutex<HashMap<ObjectRef<R::Object>, Failures>>,
+}
+
+/// The failures in a row of one object.
+#[derive(Default)]
+struct Failures {
+    count: u32,
+    /// The message of the last event told on the object, and when.
+    told: Option<(String, tokio::time::Instant)>,
 }
 
 impl<R: Reconciler> Term<R> {
-    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<R::Object>, u32>> {
+    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<R::Object>, Failures>> {
         self.failures.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -281,19 +308,52 @@ fn error_policy<R: Reconciler>(
     term: Arc<Term<R>>,
 ) -> Action {
     let key = ObjectRef::from_obj(&*object);
-    let failures = {
-        let mut all = term.failures();
-        let n = all.entry(key).or_insert(0);
-        *n = n.saturating_add(1);
-        *n
-    };
     let settings = term.settings;
+    let message = failure_text(error);
+    let now = tokio::time::Instant::now();
+    let (failures, tell) = {
+        let mut all = term.failures();
+        let entry = all.entry(key).or_default();
+        entry.count = entry.count.saturating_add(1);
+        // Told at the first failure, when the message changes, and at most every max_backoff otherwise.
+        let tell = match &entry.told {
+            Some((told, at)) => *told != message || now.duration_since(*at) >= settings.max_backoff,
+            None => true,
+        };
+        if tell {
+            entry.told = Some((message.clone(), now));
+        }
+        (entry.count, tell)
+    };
     let delay = settings
         .min_backoff
         .saturating_mul(1 << failures.min(16).saturating_sub(1))
         .min(settings.max_backoff);
-    tracing::warn!(kind = %kind::<R>(), name = %object.meta().name.as_deref().unwrap_or(""),
-        error = %error, failures, retry_in_s = delay.as_secs_f64(), "reconcile failed");
+    let kind = kind::<R>();
+    tracing::warn!(kind = %kind, namespace = %object.meta().namespace.as_deref().unwrap_or(""),
+        name = %object.meta().name.as_deref().unwrap_or(""), error = %message, failures,
+        retry_in_s = delay.as_secs_f64(), "reconcile failed");
+    if let Some(report) = term.reconciler.failure_report() {
+        report
+            .metrics
+            .controller_errors
+            .get_or_create(&ControllerReasonLabels {
+                controller: kind,
+                reason: match error {
+                    Failure::TimedOut(_) => "Timeout".to_owned(),
+                    Failure::Reconcile(e) => failure_reason(e),
+                },
+            })
+            .inc();
+        if tell {
+            let (recorder, reference) = (report.recorder.clone(), object.object_ref(&()));
+            tokio::spawn(async move {
+                recorder
+                    .record(reference, EventType::Warning, RECONCILE_FAILED, &message)
+                    .await;
+            });
+        }
+    }
     Action::requeue(delay)
 }
 

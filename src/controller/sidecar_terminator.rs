@@ -54,7 +54,8 @@ use kruise_webhooks::api::node::SlimNode;
 use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::sidecar_terminator::{self as terminator, Action, CrrState, KillSet, Means};
 
-use super::runtime::{self, Reconciler, Running, Settings, Triggers, is_code};
+use super::failure::is_code;
+use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::{self, Shared};
 use crate::events::{EventType, Recorder};
 use crate::metrics::Metrics;
@@ -104,6 +105,8 @@ pub struct Context {
     client: Client,
     recorder: Recorder,
     metrics: Metrics,
+    /// Failed reconciles: counted and told on the pod.
+    report: FailureReport,
     /// CRRs created by this process and not yet seen in the store: (namespace, name) → when.
     created: Mutex<HashMap<(String, String), Instant>>,
 }
@@ -111,8 +114,13 @@ pub struct Context {
 impl Context {
     /// A context writing with `client`, counting into `metrics`.
     pub fn new(client: Client, metrics: Metrics) -> Self {
+        let recorder = Recorder::new(client.clone(), COMPONENT);
         Self {
-            recorder: Recorder::new(client.clone(), COMPONENT),
+            report: FailureReport {
+                metrics: metrics.clone(),
+                recorder: recorder.clone(),
+            },
+            recorder,
             client,
             metrics,
             created: Mutex::default(),
@@ -429,6 +437,10 @@ fn pod_of(crr: &ContainerRecreateRequest) -> Vec<ObjectRef<SlimPod>> {
 impl Reconciler for SidecarTerminatorController {
     type Object = SlimPod;
     type Error = ReconcileError;
+
+    fn failure_report(&self) -> Option<&FailureReport> {
+        Some(&self.ctx.report)
+    }
 
     fn synced(&self) -> BoxFuture<'static, ()> {
         let waits = (

@@ -48,7 +48,8 @@ use kruise_webhooks::api::sidecarset::{CUSTOM_VERSION_LABEL, SIDECARSET_NAME_LAB
 use kruise_webhooks::sidecarset::inject::INJECTED_LIST_ANNOTATION;
 use kruise_webhooks::sidecarset::status::{self, NewRevision, RevisionOp};
 
-use super::runtime::{self, Reconciler, Running, Settings, Triggers, is_code};
+use super::failure::is_code;
+use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::Shared;
 
 mod error;
@@ -469,6 +470,8 @@ pub struct SidecarSetController {
     inputs: Inputs,
     kruise_namespace: String,
     upgrade: UpgradeContext,
+    /// Failed reconciles: counted and told on the SidecarSet.
+    report: FailureReport,
 }
 
 impl SidecarSetController {
@@ -483,6 +486,10 @@ impl SidecarSetController {
         settings: Settings,
     ) -> Running {
         let controller = Arc::new(Self {
+            report: FailureReport {
+                metrics: upgrade.metrics.clone(),
+                recorder: upgrade.recorder.clone(),
+            },
             client,
             inputs,
             kruise_namespace,
@@ -504,6 +511,10 @@ fn injected_by(pod: &SlimPod) -> Vec<ObjectRef<SidecarSet>> {
 impl Reconciler for SidecarSetController {
     type Object = SidecarSet;
     type Error = ReconcileError;
+
+    fn failure_report(&self) -> Option<&FailureReport> {
+        Some(&self.report)
+    }
 
     fn synced(&self) -> BoxFuture<'static, ()> {
         let i = &self.inputs;

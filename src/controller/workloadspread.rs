@@ -71,7 +71,8 @@ use kruise_webhooks::workloadspread::status::{
 };
 use kruise_webhooks::workloadspread::whitelist::{self, WhitelistSource};
 
-use super::runtime::{self, Reconciler, Running, Settings, Triggers, is_code};
+use super::failure::is_code;
+use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::{Change, Shared};
 use crate::events::{EventType, Recorder};
 use crate::metrics::Metrics;
@@ -138,6 +139,8 @@ pub struct Context {
     kruise_namespace: String,
     recorder: Recorder,
     metrics: Metrics,
+    /// Failed reconciles: counted and told on the WorkloadSpread.
+    report: FailureReport,
     /// The WorkloadSpreads this process last wrote (§5.7 local cache).
     copies: Mutex<HashMap<Key, Arc<WorkloadSpread>>>,
     /// Per WorkloadSpread, the orphan pods no subset matched: pod uid → (pod resourceVersion, WorkloadSpread
@@ -157,8 +160,13 @@ fn version_of(ws: &WorkloadSpread) -> u64 {
 impl Context {
     /// The context of a controller writing with `client`, counting in `metrics`.
     pub fn new(client: Client, metrics: Metrics) -> Self {
+        let recorder = Recorder::new(client.clone(), COMPONENT);
         Self {
-            recorder: Recorder::new(client.clone(), COMPONENT),
+            report: FailureReport {
+                metrics: metrics.clone(),
+                recorder: recorder.clone(),
+            },
+            recorder,
             client,
             kruise_namespace: "kruise-system".into(),
             metrics,
@@ -982,6 +990,10 @@ fn workload_trigger(
 impl Reconciler for WorkloadSpreadController {
     type Object = WorkloadSpread;
     type Error = ReconcileError;
+
+    fn failure_report(&self) -> Option<&FailureReport> {
+        Some(&self.ctx.report)
+    }
 
     fn synced(&self) -> BoxFuture<'static, ()> {
         let waits = (

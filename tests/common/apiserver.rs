@@ -9,6 +9,11 @@
 //! of them failing with 500, or the next few answering 409 after a concurrent write of its own. It can also
 //! go away altogether ([`StandIn::go_down`]): open watches end and every request fails to connect, until
 //! [`StandIn::come_back`].
+//!
+//! Every request of a [`StandIn::client`] is authorized as the shipped ServiceAccount
+//! `kruise-system/kruise-webhook` against the RBAC of `deploy/base/rbac.yaml` ([`rbac`]), as the real API
+//! server does: a call the rules do not grant is answered 403 with the API server's text, so a test whose code
+//! under test makes it fails. [`StandIn::with_rbac`] takes other rules (a rule removed, to show that).
 
 #![allow(dead_code)]
 
@@ -115,8 +120,10 @@ struct State {
     /// Status writes still to be refused with 409 (after bumping the object's resourceVersion, as a
     /// concurrent writer would).
     conflicts: usize,
-    /// Requests the stand-in does not serve.
+    /// Requests the stand-in does not serve, and those RBAC refused.
     unexpected: Vec<String>,
+    /// Requests refused by RBAC, as the API server's message.
+    forbidden: Vec<String>,
     /// Down: every request fails as a refused connection, and is listed in `refused`.
     down: bool,
     /// Requests refused while down, as `METHOD path`.
@@ -132,9 +139,20 @@ struct State {
 type Observer = Box<dyn FnMut(&Value) + Send>;
 
 /// The stand-in API server.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct StandIn {
     state: Arc<Mutex<State>>,
+    /// What the clients' identity is granted.
+    rbac: Arc<rbac::Rules>,
+}
+
+impl Default for StandIn {
+    fn default() -> Self {
+        Self {
+            state: Arc::default(),
+            rbac: Arc::new(rbac::Rules::shipped()),
+        }
+    }
 }
 
 fn respond(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
@@ -211,12 +229,33 @@ impl StandIn {
         stand_in
     }
 
-    /// A client of this stand-in (any number of them share its objects).
+    /// An empty cluster whose clients are granted `rules` (e.g. the shipped rules with one taken out).
+    pub fn with_rbac(rules: rbac::Rules) -> Self {
+        let stand_in = Self {
+            state: Arc::default(),
+            rbac: Arc::new(rules),
+        };
+        stand_in.lock().resource_version = 100;
+        stand_in
+    }
+
+    /// A client of this stand-in (any number of them share its objects), authorized as the shipped
+    /// ServiceAccount (module docs).
     pub fn client(&self) -> kube::Client {
         let stand_in = self.clone();
         let service = tower::service_fn(move |request: Request<kube::client::Body>| {
             let stand_in = stand_in.clone();
             async move {
+                if let Err(message) = stand_in.rbac.authorize(request.method(), request.uri()) {
+                    let mut state = stand_in.lock();
+                    state.forbidden.push(message.clone());
+                    state.unexpected.push(format!(
+                        "{} {}: {message}",
+                        request.method(),
+                        request.uri()
+                    ));
+                    return Ok(failure(StatusCode::FORBIDDEN, "Forbidden", &message));
+                }
                 {
                     let mut state = stand_in.lock();
                     if state.down {
@@ -364,9 +403,15 @@ impl StandIn {
         self.lock().refused.clone()
     }
 
-    /// Requests the stand-in does not serve.
+    /// Requests the stand-in does not serve, and those RBAC refused (the tests that check this list fail
+    /// on a call the shipped RBAC does not grant).
     pub fn unexpected(&self) -> Vec<String> {
         self.lock().unexpected.clone()
+    }
+
+    /// Requests RBAC refused, as the API server's message.
+    pub fn forbidden(&self) -> Vec<String> {
+        self.lock().forbidden.clone()
     }
 
     async fn handle(&self, request: Request<kube::client::Body>) -> Response<Body> {
@@ -771,6 +816,275 @@ fn merge(target: &mut Value, patch: &Value, strategic: bool) {
                 }
             }
             _ => merge(slot, v, strategic),
+        }
+    }
+}
+
+/// RBAC as the API server evaluates it for one ServiceAccount: its RequestInfo (verb, API group, resource,
+/// subresource, namespace, name; a `metadata.name` field selector names the object of a list or watch) and
+/// the rules of the Roles and ClusterRoles bound to it.
+pub mod rbac {
+    use std::path::Path;
+
+    use http::{Method, Uri};
+    use serde_json::Value;
+
+    /// The namespace and name of the shipped ServiceAccount.
+    pub const SERVICE_ACCOUNT: (&str, &str) = ("kruise-system", "kruise-webhook");
+
+    /// One rule, and the namespace it applies in (`None`: every namespace and cluster scope: a ClusterRole
+    /// bound by a ClusterRoleBinding).
+    #[derive(Debug, Clone)]
+    pub struct Rule {
+        /// Where it applies.
+        pub namespace: Option<String>,
+        /// `apiGroups`.
+        pub groups: Vec<String>,
+        /// `resources` (`pods`, `pods/status`, `*`, `*/scale`).
+        pub resources: Vec<String>,
+        /// `verbs`.
+        pub verbs: Vec<String>,
+        /// `resourceNames` (empty: any).
+        pub names: Vec<String>,
+    }
+
+    /// What the identity is granted.
+    #[derive(Debug, Clone)]
+    pub struct Rules {
+        /// The user name the API server would name in a refusal.
+        pub user: String,
+        /// The rules.
+        pub rules: Vec<Rule>,
+    }
+
+    fn strings(v: &Value) -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    }
+
+    impl Rules {
+        /// The rules `deploy/base/rbac.yaml` grants the shipped ServiceAccount.
+        pub fn shipped() -> Self {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/base/rbac.yaml");
+            let text = std::fs::read_to_string(&path).expect("deploy/base/rbac.yaml");
+            let objects: Vec<Value> =
+                serde_saphyr::from_multiple(&text).expect("deploy/base/rbac.yaml parses");
+            Self::of(&objects, SERVICE_ACCOUNT)
+        }
+
+        /// The rules `objects` (Roles, ClusterRoles and their bindings) grant ServiceAccount `account`.
+        pub fn of(objects: &[Value], account: (&str, &str)) -> Self {
+            let mut rules = Vec::new();
+            for binding in objects {
+                let kind = binding["kind"].as_str().unwrap_or_default();
+                if kind != "RoleBinding" && kind != "ClusterRoleBinding" {
+                    continue;
+                }
+                let names_us = binding["subjects"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|s| {
+                        s["kind"] == "ServiceAccount"
+                            && s["namespace"] == account.0
+                            && s["name"] == account.1
+                    });
+                if !names_us {
+                    continue;
+                }
+                let scope = (kind == "RoleBinding").then(|| {
+                    binding["metadata"]["namespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                });
+                let role_kind = binding["roleRef"]["kind"].as_str().unwrap_or_default();
+                let role_name = &binding["roleRef"]["name"];
+                let role = objects.iter().find(|o| {
+                    o["kind"] == role_kind
+                        && o["metadata"]["name"] == *role_name
+                        && (role_kind == "ClusterRole"
+                            || o["metadata"]["namespace"].as_str() == scope.as_deref())
+                });
+                for rule in role
+                    .and_then(|r| r["rules"].as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    rules.push(Rule {
+                        namespace: scope.clone(),
+                        groups: strings(&rule["apiGroups"]),
+                        resources: strings(&rule["resources"]),
+                        verbs: strings(&rule["verbs"]),
+                        names: strings(&rule["resourceNames"]),
+                    });
+                }
+            }
+            Self {
+                user: format!("system:serviceaccount:{}:{}", account.0, account.1),
+                rules,
+            }
+        }
+
+        /// These rules with `verb` taken away from every rule naming `resource` (`pods/status`, ...).
+        #[must_use]
+        pub fn without(mut self, resource: &str, verb: &str) -> Self {
+            let mut rules = Vec::new();
+            for rule in self.rules {
+                if !rule.resources.iter().any(|r| r == resource) {
+                    rules.push(rule);
+                    continue;
+                }
+                let mut others = rule.clone();
+                others.resources.retain(|r| r != resource);
+                let mut this = rule;
+                this.resources = vec![resource.to_owned()];
+                this.verbs.retain(|v| v != verb);
+                rules.extend(
+                    [others, this]
+                        .into_iter()
+                        .filter(|r| !r.resources.is_empty() && !r.verbs.is_empty()),
+                );
+            }
+            self.rules = rules;
+            self
+        }
+
+        /// Whether the request is granted; the API server's refusal text otherwise.
+        ///
+        /// # Errors
+        /// The 403 message, as the API server words it.
+        pub fn authorize(&self, method: &Method, uri: &Uri) -> Result<(), String> {
+            let Some(info) = RequestInfo::of(method, uri) else {
+                // Not a resource request (discovery, /version): every ServiceAccount may.
+                return Ok(());
+            };
+            let resource = match &info.subresource {
+                Some(sub) => format!("{}/{sub}", info.resource),
+                None => info.resource.clone(),
+            };
+            let granted = self.rules.iter().any(|rule| {
+                let in_scope = match (&rule.namespace, &info.namespace) {
+                    (None, _) => true,
+                    (Some(scope), Some(ns)) => scope == ns,
+                    (Some(_), None) => false,
+                };
+                let any =
+                    |list: &[String], value: &str| list.iter().any(|x| x == "*" || x == value);
+                let resource_ok = rule.resources.iter().any(|r| {
+                    r == "*"
+                        || *r == resource
+                        || info
+                            .subresource
+                            .as_ref()
+                            .is_some_and(|sub| *r == format!("*/{sub}"))
+                });
+                let name_ok = rule.names.is_empty()
+                    || info.name.as_ref().is_some_and(|n| rule.names.contains(n));
+                in_scope
+                    && any(&rule.groups, &info.group)
+                    && resource_ok
+                    && any(&rule.verbs, &info.verb)
+                    && name_ok
+            });
+            if granted {
+                return Ok(());
+            }
+            let object = match &info.name {
+                Some(name) if info.verb != "list" && info.verb != "watch" => {
+                    format!("{} {name:?}", info.resource)
+                }
+                _ => info.resource.clone(),
+            };
+            let scope = match &info.namespace {
+                Some(ns) => format!("in the namespace {ns:?}"),
+                None => "at the cluster scope".to_owned(),
+            };
+            Err(format!(
+                "{object} is forbidden: User {:?} cannot {} resource {resource:?} in API group {:?} {scope}",
+                self.user, info.verb, info.group
+            ))
+        }
+    }
+
+    /// What the API server's RequestInfo resolves a resource request to.
+    #[derive(Debug, PartialEq, Eq)]
+    pub struct RequestInfo {
+        /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
+        pub verb: String,
+        /// The API group (`""` for the core group).
+        pub group: String,
+        /// The resource.
+        pub resource: String,
+        /// The subresource.
+        pub subresource: Option<String>,
+        /// The namespace.
+        pub namespace: Option<String>,
+        /// The object's name.
+        pub name: Option<String>,
+    }
+
+    impl RequestInfo {
+        /// `None` for a request that is not for a resource (discovery).
+        pub fn of(method: &Method, uri: &Uri) -> Option<Self> {
+            let parts: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+            let (group, rest) = match parts.as_slice() {
+                ["api", _version, rest @ ..] => ("", rest),
+                ["apis", group, _version, rest @ ..] => (*group, rest),
+                _ => return None,
+            };
+            let (namespace, rest) = match rest {
+                ["namespaces", ns, more @ ..] if !more.is_empty() => (Some((*ns).to_owned()), more),
+                // /api/v1/namespaces/<name>: the namespace object itself.
+                ["namespaces", ns] => (Some((*ns).to_owned()), &["namespaces", ns][..]),
+                other => (None, other),
+            };
+            let (resource, name, subresource) = match rest {
+                [resource] => (*resource, None, None),
+                [resource, name] => (*resource, Some((*name).to_owned()), None),
+                [resource, name, sub, ..] => {
+                    (*resource, Some((*name).to_owned()), Some((*sub).to_owned()))
+                }
+                _ => return None,
+            };
+            let query = |key: &str| {
+                uri.query().and_then(|q| {
+                    q.split('&')
+                        .filter_map(|kv| kv.split_once('='))
+                        .find(|(k, _)| *k == key)
+                        .map(|(_, v)| v.to_owned())
+                })
+            };
+            let verb = match (method.as_str(), &name) {
+                ("GET", Some(_)) => "get",
+                ("GET", None) if query("watch").as_deref() == Some("true") => "watch",
+                ("GET", None) => "list",
+                ("POST", _) => "create",
+                ("PUT", _) => "update",
+                ("PATCH", _) => "patch",
+                ("DELETE", Some(_)) => "delete",
+                ("DELETE", None) => "deletecollection",
+                _ => return None,
+            };
+            // A list or watch naming one object by field selector is authorized for that name.
+            let name = name.or_else(|| {
+                let selector = query("fieldSelector")?;
+                let selector = selector.replace("%3D", "=").replace("%3d", "=");
+                selector
+                    .split(',')
+                    .find_map(|term| term.strip_prefix("metadata.name=").map(str::to_owned))
+            });
+            Some(Self {
+                verb: verb.to_owned(),
+                group: group.to_owned(),
+                resource: resource.to_owned(),
+                subresource,
+                namespace,
+                name,
+            })
         }
     }
 }

@@ -142,6 +142,9 @@ pub struct ControlPlane {
     assets: PathBuf,
     etcd: Child,
     apiserver: Child,
+    /// kube-controller-manager, when `KUBEBUILDER_ASSETS` has it (Deployments make ReplicaSets and pods,
+    /// Namespaces get their `default` ServiceAccount, deletions are garbage collected).
+    controller_manager: Option<Child>,
     /// `https://127.0.0.1:<port>`.
     pub url: String,
     /// The admin's kubeconfig (system:masters).
@@ -238,6 +241,7 @@ impl ControlPlane {
             assets: assets.to_owned(),
             etcd,
             apiserver,
+            controller_manager: None,
             dir,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -256,7 +260,36 @@ impl ControlPlane {
                 _ => std::thread::sleep(Duration::from_millis(200)),
             }
         }
+        let kcm = assets.join("kube-controller-manager");
+        if kcm.is_file() {
+            let d = plane.dir.path();
+            plane.controller_manager = Some(guarded(
+                &kcm,
+                &[
+                    format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
+                    format!("--service-account-private-key-file={}", d.join("sa.key").display()),
+                    format!("--root-ca-file={}", d.join("sa.crt").display()),
+                    "--use-service-account-credentials=false".into(),
+                    "--leader-elect=false".into(),
+                    "--bind-address=127.0.0.1".into(),
+                    "--secure-port=0".into(),
+                    // No kubelet reports on the Nodes here: the node lifecycle controller would taint
+                    // them unreachable and evict their pods; no cloud, no node IPAM.
+                    "--controllers=*,-nodelifecycle,-nodeipam,-cloud-node-lifecycle,-service,-route"
+                        .into(),
+                    "--concurrent-deployment-syncs=10".into(),
+                    "--concurrent-replicaset-syncs=10".into(),
+                ],
+                &[],
+                &d.join("kube-controller-manager.log"),
+            ));
+        }
         Ok(plane)
+    }
+
+    /// Whether kube-controller-manager runs.
+    pub fn has_controller_manager(&self) -> bool {
+        self.controller_manager.is_some()
     }
 
     /// Runs `kubectl` as the admin, with `stdin` when given.
@@ -385,6 +418,78 @@ impl ControlPlane {
         })
     }
 
+    /// What a kubelet would do for the pods of `namespace` matching `selector`: binds each unbound one to a
+    /// Node (round robin over `node-0`..`node-11`), and reports each not yet running as running and ready
+    /// through the status subresource (every container started and ready). Returns the pods' names.
+    ///
+    /// # Errors
+    /// A refused binding or status write.
+    pub fn kubelet(&self, namespace: &str, selector: &str) -> Result<Vec<String>, String> {
+        let list = self.kubectl(
+            &["get", "pods", "-n", namespace, "-l", selector, "-o", "json"],
+            None,
+        )?;
+        let list: Value = serde_json::from_str(&list).map_err(|e| e.to_string())?;
+        let mut names = Vec::new();
+        for (i, pod) in list["items"].as_array().into_iter().flatten().enumerate() {
+            let name = pod["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if !pod["metadata"]["deletionTimestamp"].is_null() {
+                continue;
+            }
+            if pod["spec"]["nodeName"].is_null() {
+                let binding = json!({"apiVersion": "v1", "kind": "Binding",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": format!("node-{}", i % 12)}});
+                self.kubectl(
+                    &[
+                        "create",
+                        "--raw",
+                        &format!("/api/v1/namespaces/{namespace}/pods/{name}/binding"),
+                        "-f",
+                        "-",
+                    ],
+                    Some(&binding.to_string()),
+                )?;
+            }
+            if pod["status"]["phase"] != "Running" {
+                let statuses: Vec<Value> = pod["spec"]["containers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let image = c["image"].as_str().unwrap_or_default();
+                        json!({"name": c["name"], "image": image, "ready": true, "started": true,
+                            "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                            "imageID": format!("docker-pullable://{image}@sha256:1111")})
+                    })
+                    .collect();
+                let status = json!({"status": {"phase": "Running", "podIP": format!("10.1.0.{}", i % 250 + 2),
+                    "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"},
+                        {"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"}],
+                    "containerStatuses": statuses}});
+                self.kubectl(
+                    &[
+                        "patch",
+                        "pod",
+                        &name,
+                        "-n",
+                        namespace,
+                        "--subresource=status",
+                        "--type=merge",
+                        "-p",
+                        &status.to_string(),
+                    ],
+                    None,
+                )?;
+            }
+            names.push(name);
+        }
+        Ok(names)
+    }
+
     /// Where this control plane's files live.
     pub fn path(&self) -> &Path {
         self.dir.path()
@@ -398,6 +503,9 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
+        if let Some(kcm) = &mut self.controller_manager {
+            let _ = terminate(kcm, Duration::from_secs(10));
+        }
         let _ = terminate(&mut self.apiserver, Duration::from_secs(10));
         let _ = terminate(&mut self.etcd, Duration::from_secs(10));
         if std::env::var_os("KRUISE_ENVTEST_KEEP").is_some() {
@@ -475,6 +583,64 @@ pub fn render_base() -> Result<Vec<Value>, String> {
 /// ServiceAccount `name` (created too), with `resource` taken out of every rule: an identity that lacks
 /// exactly that grant.
 pub fn identity_without(base: &[Value], name: &str, resource: &str) -> Vec<Value> {
+    identity_with(base, name, |rule| {
+        if let Some(resources) = rule["resources"].as_array_mut() {
+            resources.retain(|r| r != resource);
+        }
+    })
+}
+
+/// [`identity_without`] with `verb` taken out of every rule on `resource` (a rule naming other resources
+/// too is split, so they keep it).
+pub fn identity_without_verb(base: &[Value], name: &str, resource: &str, verb: &str) -> Vec<Value> {
+    identity_with_rules(base, name, |rule| {
+        let names = |r: &Value| {
+            r["resources"]
+                .as_array()
+                .is_some_and(|rs| rs.iter().any(|x| x == resource))
+        };
+        if !names(&rule) {
+            return vec![rule];
+        }
+        let mut others = rule.clone();
+        others["resources"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|r| r != resource);
+        let mut this = rule;
+        this["resources"] = json!([resource]);
+        this["verbs"]
+            .as_array_mut()
+            .into_iter()
+            .for_each(|v| v.retain(|x| x != verb));
+        [others, this]
+            .into_iter()
+            .filter(|r| {
+                r["resources"].as_array().is_some_and(|x| !x.is_empty())
+                    && r["verbs"].as_array().is_some_and(|x| !x.is_empty())
+            })
+            .collect()
+    })
+}
+
+fn identity_with(base: &[Value], name: &str, edit: impl Fn(&mut Value)) -> Vec<Value> {
+    identity_with_rules(base, name, |mut rule| {
+        edit(&mut rule);
+        if rule["resources"].as_array().is_some_and(|r| r.is_empty()) {
+            Vec::new()
+        } else {
+            vec![rule]
+        }
+    })
+}
+
+/// The shipped ServiceAccount's RBAC copied for ServiceAccount `name`, each rule replaced by what `edit`
+/// makes of it.
+fn identity_with_rules(
+    base: &[Value],
+    name: &str,
+    edit: impl Fn(Value) -> Vec<Value>,
+) -> Vec<Value> {
     let mut objects = vec![json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": name, "namespace": NAMESPACE}})];
     let bound: Vec<&Value> = base
@@ -509,12 +675,7 @@ pub fn identity_without(base: &[Value], name: &str, resource: &str) -> Vec<Value
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|rule| {
-                let mut rule = rule.clone();
-                let resources = rule["resources"].as_array_mut()?;
-                resources.retain(|r| r != resource);
-                (!resources.is_empty()).then_some(rule)
-            })
+            .flat_map(|rule| edit(rule.clone()))
             .collect();
         role["rules"] = Value::Array(rules);
         let mut binding = binding.clone();
@@ -554,7 +715,7 @@ pub fn to_url(object: &mut Value, host: &str, port: u16, ca_pem: &str) {
         let path = client["service"]["path"].as_str().unwrap_or("/").to_owned();
         *client = json!({"url": format!("https://{host}:{port}{path}"), "caBundle": ca});
     };
-    if let Some(webhooks) = object["webhooks"].as_array_mut() {
+    if let Some(webhooks) = object.get_mut("webhooks").and_then(Value::as_array_mut) {
         for webhook in webhooks {
             point(&mut webhook["clientConfig"]);
         }

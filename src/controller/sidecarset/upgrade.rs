@@ -5,8 +5,9 @@
 //! at most 3 attempts in all, DECISIONS 10), and records the `SidecarSetUpgradable` condition with a status
 //! strategic-merge patch.
 //!
-//! A PUT the PodUnavailableBudget gate refuses (403 from our `/validate-pod`) ends the round: it is retried
-//! after [`BUDGET_RETRY`] (or at the next pod change), never forced.
+//! A PUT the PodUnavailableBudget gate refuses (403 from our `/validate-pod`: `admission webhook "vpod.kb.io"
+//! denied the request`) ends the round: it is retried after [`BUDGET_RETRY`] (or at the next pod change),
+//! never forced. Any other 403 (RBAC) is an error, reported as such.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -27,7 +28,7 @@ use kruise_webhooks::sidecarset::upgrade::pod_edit::{
 use kruise_webhooks::sidecarset::upgrade::{self, Round, Stop};
 
 use super::error::ReconcileError;
-use crate::controller::runtime::is_code;
+use crate::controller::failure::{is_admission_denial, is_code};
 use crate::events::{EventType, Recorder};
 use crate::metrics::Metrics;
 
@@ -237,7 +238,7 @@ async fn write_pod(
             Err(e) if is_code(&e, 409) && attempt < POD_ATTEMPTS => {
                 tracing::debug!(pod = %format!("{namespace}/{name}"), attempt, "pod update conflicted; re-reading");
             }
-            Err(e) if is_code(&e, 403) => {
+            Err(e) if is_code(&e, 403) && is_admission_denial(&e) => {
                 let message = match &e {
                     kube::Error::Api(s) => s.message.clone(),
                     _ => e.to_string(),
