@@ -3,9 +3,10 @@
 //! controller and the related-pub step of `/mutate-pod`.
 //!
 //! **Caches and GETs.** The kinds a PUB usually protects, Deployment, ReplicaSet, StatefulSet and, when the
-//! cluster serves them, CloneSet and Advanced StatefulSet, are watched into stores ([`WorkloadStores`], in the store layer: [`crate::cache::workloads`]):
-//! the status controller must be triggered by their replica changes anyway (§6.1), and a selector-mode PUB
-//! resolves one workload per distinct pod owner on every reconcile. The stores hold [`SlimWorkload`]s, a
+//! cluster serves them, CloneSet and Advanced StatefulSet, are watched into stores ([`WorkloadStores`], in
+//! the store layer: [`crate::cache::workloads`]): the status controller must be triggered by their replica
+//! changes anyway (§6.1), and a selector-mode PUB resolves one workload per distinct pod owner on every
+//! reconcile. The stores hold [`SlimWorkload`]s, a
 //! projection decoded straight from the wire (name, namespace, uid, resourceVersion, deletionTimestamp,
 //! ownerReferences, labels, `spec.replicas`, `spec.selector`, the pod template's labels), never whole
 //! objects; a store keeps of those only what its kind is read for ([`WorkloadKind`]'s strip: a ReplicaSet

@@ -1,6 +1,6 @@
-//! How a member of the pod appeared in the request: absent, `null`, or there ([`Presence`]); a container list,
-//! a section or the annotations are patched according to it. Below the pod ([`super`]) and its lists
-//! ([`super::list`]), which both read it.
+//! How a member of the pod appeared in the request: absent, `null`, or there ([`Presence`]); a container
+//! list, a section or the annotations are patched according to it. Below the pod ([`super`]) and its
+//! lists ([`super::list`]), which both read it.
 
 use crate::json::patch::{Json, Op};
 
