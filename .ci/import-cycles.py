@@ -264,7 +264,7 @@ class Module:
         self.name = name  # `/`-separated, e.g. `cache/shared`, or `lib` / `main` for the root
         self.path = path  # file
         self.scope = scope  # module path from the crate root, e.g. ["cache", "shared"]
-        self.children = {}  # file-declared, non-test child modules: name -> scope
+        self.tokens = []  # the file's tokens, test-only code removed
 
 
 def discover(root_file):
@@ -294,8 +294,6 @@ def discover(root_file):
                     found = next((c for c in candidates if os.path.isfile(c)), None)
                     if found is None:
                         sys.exit(f"import-cycles: {path}: module `{name}` declared but no file among {candidates}")
-                    if not inline:
-                        module.children[name] = child_scope
                     sub_dir = os.path.join(child_dir, name)
                     visit(found, child_scope, sub_dir)
                 elif after == "{":
