@@ -89,6 +89,15 @@ fn main() {
         ("deletion_protection", |c| c.deletion_protection()),
         ("conversion_v1alpha1_v1beta1", |c| c.conversion()),
         ("lease_failover_and_release", |c| c.lease_failover()),
+        ("sidecarset_injection_validation_status", |c| {
+            c.sidecarset_lifecycle()
+        }),
+        ("workloadspread_with_a_deployment", |c| c.workloadspread()),
+        ("job_sidecar_terminator_crr", |c| c.sidecar_terminator()),
+        ("launch_priority_barrier_in_order", |c| c.launch_priority()),
+        ("self_managed_certificates_and_rotation", |c| {
+            c.certificate_rotation()
+        }),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -159,57 +168,18 @@ impl<'a> Cluster<'a> {
     /// Applies `deploy/base` but its webhook configurations and Deployment (the server runs here as a
     /// process), waits for the CRDs to be established, and seeds the cluster.
     fn install(plane: &'a ControlPlane) -> Result<Self, String> {
-        let base = envtest::render_base()?;
-        let rest: Vec<Value> = base
-            .iter()
-            .filter(|o| {
-                ![
-                    "MutatingWebhookConfiguration",
-                    "ValidatingWebhookConfiguration",
-                    "Deployment",
-                ]
-                .iter()
-                .any(|k| envtest::is_kind(o, k))
-            })
-            .cloned()
-            .collect();
-        plane.apply(&rest)?;
-        plane.kubectl(
-            &[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                "crd",
-                "--all",
-            ],
-            None,
-        )?;
+        let base = envtest::install_base(plane)?;
         seed(plane)?;
         let kubeconfig =
             plane.service_account_kubeconfig(envtest::NAMESPACE, envtest::SERVICE_ACCOUNT)?;
-        let now = time::OffsetDateTime::now_utc();
-        let policy = kruise_certs::Policy::new(
-            "kruise-webhook-service.kruise-system.svc",
-            ["127.0.0.1".to_owned()],
-        );
-        let bundle = kruise_certs::execute(&kruise_certs::CertPlan::Fresh, None, now, &policy)
-            .map_err(|e| e.to_string())?;
-        let external_certs = plane.path().join("external-certs");
-        std::fs::create_dir_all(&external_certs).map_err(|e| e.to_string())?;
-        for (name, text) in [
-            ("tls.crt", &bundle.cert_pem),
-            ("tls.key", &bundle.key_pem),
-            ("ca.crt", &bundle.ca_cert_pem),
-        ] {
-            std::fs::write(external_certs.join(name), text).map_err(|e| e.to_string())?;
-        }
+        let (external_certs, external_ca) = envtest::external_certs(plane.path())?;
         Ok(Self {
             plane,
             base,
             kubeconfig,
             port: envtest::free_port(Ipv4Addr::LOCALHOST),
             external_certs,
-            external_ca: bundle.ca_cert_pem,
+            external_ca,
         })
     }
 
@@ -236,17 +206,32 @@ impl<'a> Cluster<'a> {
             for c in &mut configurations {
                 envtest::to_url(c, "127.0.0.1", self.port, &self.external_ca);
             }
-            // The CRDs' conversion webhooks too, as cert-manager's CA injector and a URL-mode install do.
-            let mut crds: Vec<Value> = self
+            // The CRDs' conversion webhooks too, as cert-manager's CA injector and a URL-mode install do
+            // (a merge patch: a Service another scenario's server wrote there is removed).
+            use base64::Engine;
+            let ca = base64::engine::general_purpose::STANDARD.encode(&self.external_ca);
+            for crd in self
                 .base
                 .iter()
                 .filter(|o| envtest::is_kind(o, "CustomResourceDefinition"))
-                .cloned()
-                .collect();
-            for crd in &mut crds {
-                envtest::to_url(crd, "127.0.0.1", self.port, &self.external_ca);
+            {
+                let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+                let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+                    "conversionReviewVersions": ["v1", "v1beta1"],
+                    "clientConfig": {"service": null, "caBundle": ca,
+                        "url": format!("https://127.0.0.1:{}/convert", self.port)}}}}});
+                self.plane.kubectl(
+                    &[
+                        "patch",
+                        "crd",
+                        name,
+                        "--type=merge",
+                        "-p",
+                        &patch.to_string(),
+                    ],
+                    None,
+                )?;
             }
-            self.plane.apply(&crds)?;
         }
         self.plane.apply(&configurations).map(drop)
     }
@@ -1016,6 +1001,456 @@ impl Cluster<'_> {
             "released on SIGTERM (holder {released:?} right after), the other replica led {:.1} s after",
             took.as_secs_f64()
         ))
+    }
+}
+
+impl Cluster<'_> {
+    /// Issue 37: a SidecarSet through the API server: an invalid one refused by `vsidecarset.kb.io`; a
+    /// valid one defaulted and hashed by `msidecarset.kb.io`, its ControllerRevision written in
+    /// kruise-system, pods injected at create (container, hash and injected-list annotations), and its
+    /// status counting them.
+    fn sidecarset_lifecycle(&self) -> Outcome {
+        let replica = self.serving(None, "sidecarset")?;
+        let invalid = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": "invalid"},
+            "spec": {"selector": {"matchLabels": {"app": "x"}},
+                     "containers": [{"name": "a", "image": "a:1"}, {"name": "a", "image": "a:2"}]}});
+        match self
+            .plane
+            .kubectl(&["create", "-f", "-"], Some(&invalid.to_string()))
+        {
+            Ok(_) => return Err("a SidecarSet with two containers named a was created".into()),
+            Err(e) if e.contains("admission webhook \"vsidecarset.kb.io\" denied the request") => {}
+            Err(e) => return Err(format!("not refused by vsidecarset.kb.io: {e}")),
+        }
+        let name = "logging";
+        self.plane.apply(&[
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "logged"}},
+                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}},
+                     "containers": [{"name": "log-agent", "image": "agent:1"}]}}),
+        ])?;
+        let set = self.get("sidecarset", None, name)?;
+        let hash = set["metadata"]["annotations"]["kruise.io/sidecarset-hash"].clone();
+        if !hash.is_string() || set["spec"]["updateStrategy"]["type"].is_null() {
+            return Err(format!("not defaulted and hashed: {}", set["metadata"]));
+        }
+        let revision = wait_for(
+            "its ControllerRevision in kruise-system",
+            ACT_WITHIN,
+            || {
+                let list = self.plane.kubectl(
+                    &[
+                        "get",
+                        "controllerrevisions",
+                        "-n",
+                        envtest::NAMESPACE,
+                        "-l",
+                        &format!("kruise.io/sidecarset-name={name}"),
+                        "-o",
+                        "json",
+                    ],
+                    None,
+                )?;
+                let list: Value = serde_json::from_str(&list).map_err(|e| e.to_string())?;
+                list["items"]
+                    .as_array()
+                    .and_then(|i| i.first())
+                    .map(|r| {
+                        r["metadata"]["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned()
+                    })
+                    .ok_or_else(|| "none".to_owned())
+            },
+        )?;
+        let pods: Vec<Value> = (0..3)
+            .map(|i| json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("logged-{i}"), "namespace": "shop", "labels": {"app": "logged"}},
+                "spec": {"automountServiceAccountToken": false, "containers": [{"name": "app", "image": "app:1"}]}}))
+            .collect();
+        wait_for(
+            "the pod webhook's cache has the SidecarSet",
+            ACT_WITHIN,
+            || {
+                let out = self.plane.kubectl(
+                    &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                    Some(&pods[0].to_string()),
+                )?;
+                out.contains("log-agent")
+                    .then_some(())
+                    .ok_or_else(|| "not injected yet".to_owned())
+            },
+        )?;
+        for pod in &pods {
+            self.plane
+                .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        }
+        let pod = self.get("pod", Some("shop"), "logged-0")?;
+        let containers: Vec<&str> = pod["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        let annotations = &pod["metadata"]["annotations"];
+        if !containers.contains(&"log-agent")
+            || annotations["kruise.io/sidecarset-injected-list"] != name
+            || !annotations["kruise.io/sidecarset-hash"]
+                .as_str()
+                .is_some_and(|h| h.contains(name))
+        {
+            return Err(format!(
+                "not injected: containers {containers:?}, annotations {annotations}"
+            ));
+        }
+        self.run_pods("shop", "app=logged", 3)?;
+        wait_for(
+            "the SidecarSet's status counts 3 ready pods",
+            ACT_WITHIN,
+            || {
+                let status = self.get("sidecarset", None, name)?["status"].clone();
+                (status["matchedPods"] == 3
+                    && status["updatedPods"] == 3
+                    && status["readyPods"] == 3)
+                    .then_some(())
+                    .ok_or_else(|| status.to_string())
+            },
+        )?;
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "invalid refused; revision {revision}; 3 pods injected and counted"
+        ))
+    }
+
+    /// Issue 37: a WorkloadSpread over a Deployment's pods (kube-controller-manager creates them): subset
+    /// `a` takes 2 (its maxReplicas), `b` the rest, each pod carrying its subset and node affinity; the
+    /// controller's status counts them; after a scale-down the accounting follows.
+    fn workloadspread(&self) -> Outcome {
+        if !self.plane.has_controller_manager() {
+            return Err("needs kube-controller-manager in KUBEBUILDER_ASSETS".into());
+        }
+        let replica = self.serving(None, "workloadspread")?;
+        let ns = "spread";
+        self.plane.apply(&[
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "WorkloadSpread",
+                "metadata": {"name": "web", "namespace": ns},
+                "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "subsets": [
+                        {"name": "a", "maxReplicas": 2, "requiredNodeSelector": {"matchExpressions": [
+                            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-0"]}]}},
+                        {"name": "b", "requiredNodeSelector": {"matchExpressions": [
+                            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-1"]}]}}]}}),
+        ])?;
+        // The pod webhook's cache must have the WorkloadSpread before the Deployment's pods are created.
+        wait_for(
+            "the WorkloadSpread initialised by the controller",
+            ACT_WITHIN,
+            || {
+                let status = self.get("workloadspread", Some(ns), "web")?["status"].clone();
+                status["subsetStatuses"]
+                    .is_array()
+                    .then_some(())
+                    .ok_or_else(|| status.to_string())
+            },
+        )?;
+        self.plane.apply(&[json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 0,
+                             "containers": [{"name": "web", "image": "nginx:1.25"}]}}}})])?;
+        let subsets = |want: &[(&str, usize)]| -> Result<(), String> {
+            wait_for(&format!("pods placed {want:?}"), ACT_WITHIN, || {
+                let list = self.plane.kubectl(
+                    &["get", "pods", "-n", ns, "-l", "app=web", "-o", "json"],
+                    None,
+                )?;
+                let list: Value = serde_json::from_str(&list).map_err(|e| e.to_string())?;
+                let mut counts = std::collections::BTreeMap::new();
+                for pod in list["items"].as_array().into_iter().flatten() {
+                    if !pod["metadata"]["deletionTimestamp"].is_null() {
+                        continue;
+                    }
+                    let matched =
+                        pod["metadata"]["annotations"]["apps.kruise.io/matched-workloadspread"]
+                            .as_str()
+                            .and_then(|a| serde_json::from_str::<Value>(a).ok());
+                    let subset = matched
+                        .and_then(|m| m["subset"].as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "none".into());
+                    *counts.entry(subset).or_insert(0usize) += 1;
+                }
+                let want: std::collections::BTreeMap<String, usize> =
+                    want.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
+                (counts == want)
+                    .then_some(())
+                    .ok_or_else(|| format!("{counts:?}"))
+            })
+        };
+        subsets(&[("a", 2), ("b", 3)])?;
+        self.run_pods(ns, "app=web", 5)?;
+        wait_for("the status: a full, b unlimited", ACT_WITHIN, || {
+            let status = self.get("workloadspread", Some(ns), "web")?["status"].clone();
+            let subset = |name: &str| {
+                status["subsetStatuses"]
+                    .as_array()
+                    .and_then(|s| s.iter().find(|s| s["name"] == name))
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            (subset("a")["missingReplicas"] == 0
+                && subset("a")["replicas"] == 2
+                && subset("b")["missingReplicas"] == -1
+                && subset("b")["replicas"] == 3)
+                .then_some(())
+                .ok_or_else(|| status.to_string())
+        })?;
+        // Scale-down: the Deployment deletes pods (deletion-cost from the controller steers which); the
+        // accounting follows what is left.
+        self.plane.kubectl(
+            &["scale", "deployment", "web", "-n", ns, "--replicas=2"],
+            None,
+        )?;
+        wait_for("3 pods left after the scale-down... 2", ACT_WITHIN, || {
+            let status = self.get("workloadspread", Some(ns), "web")?["status"].clone();
+            let replicas: i64 = status["subsetStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| s["replicas"].as_i64().unwrap_or(0))
+                .sum();
+            (replicas == 2)
+                .then_some(())
+                .ok_or_else(|| status.to_string())
+        })?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("5 pods: 2 in a (its maxReplicas), 3 in b; status followed a scale-down to 2".into())
+    }
+
+    /// Issue 37: the Job sidecar terminator: once a Job pod's main container has exited (its status
+    /// written as a kubelet would), the leader creates CRR `sidecar-termination-<pod uid>` naming the
+    /// sidecar.
+    fn sidecar_terminator(&self) -> Outcome {
+        let replica = self.serving(None, "terminator")?;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "job-0", "namespace": "batch", "labels": {"job": "j"}},
+            "spec": {"restartPolicy": "Never", "automountServiceAccountToken": false, "nodeName": "node-2",
+                "containers": [
+                    {"name": "main", "image": "job:1"},
+                    {"name": "log", "image": "agent:1",
+                     "env": [{"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "value": "true"}]}]}});
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        let created = self.get("pod", Some("batch"), "job-0")?;
+        let uid = created["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let status = json!({"status": {"phase": "Running", "containerStatuses": [
+            {"name": "main", "image": "job:1", "imageID": "docker-pullable://job@sha256:1", "ready": false,
+             "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:01:00Z"}}},
+            {"name": "log", "image": "agent:1", "imageID": "docker-pullable://agent@sha256:1", "ready": true,
+             "started": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
+        self.plane.kubectl(
+            &[
+                "patch",
+                "pod",
+                "job-0",
+                "-n",
+                "batch",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &status.to_string(),
+            ],
+            None,
+        )?;
+        let crr = format!("sidecar-termination-{uid}");
+        let found = wait_for("the sidecar terminator's CRR", ACT_WITHIN, || {
+            self.get(
+                "containerrecreaterequests.apps.kruise.io",
+                Some("batch"),
+                &crr,
+            )
+        })
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 10)))?;
+        if found["spec"]["podName"] != "job-0" || found["spec"]["containers"][0]["name"] != "log" {
+            return Err(format!(
+                "the CRR does not name the pod's sidecar: {}",
+                found["spec"]
+            ));
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!("CRR {crr} names container log"))
+    }
+}
+
+impl Cluster<'_> {
+    /// Issue 37: container launch priority: a pod asking for `Ordered` launch gets a barrier env on each
+    /// container, and the leader adds the barrier ConfigMap's keys one level at a time as the containers
+    /// before turn ready (their status written as a kubelet would), then marks the pod completed.
+    fn launch_priority(&self) -> Outcome {
+        let replica = self.serving(None, "launch-priority")?;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "ordered", "namespace": "web",
+                "annotations": {"apps.kruise.io/container-launch-priority": "Ordered"}},
+            "spec": {"automountServiceAccountToken": false, "nodeName": "node-3", "containers": [
+                {"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}, {"name": "c", "image": "c:1"}]}});
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        let created = self.get("pod", Some("web"), "ordered")?;
+        let barrier_key = |i: usize| {
+            created["spec"]["containers"][i]["env"]
+                .as_array()
+                .and_then(|env| {
+                    env.iter()
+                        .find(|e| e["name"] == "KRUISE_CONTAINER_BARRIER")
+                        .and_then(|e| {
+                            e["valueFrom"]["configMapKeyRef"]["key"]
+                                .as_str()
+                                .map(str::to_owned)
+                        })
+                })
+        };
+        let keys: Vec<Option<String>> = (0..3).map(barrier_key).collect();
+        if keys != [Some("p_0".into()), Some("p_-1".into()), Some("p_-2".into())] {
+            return Err(format!("barrier envs: {keys:?}"));
+        }
+        let barrier = |want: &[&str]| {
+            wait_for(&format!("barrier keys {want:?}"), ACT_WITHIN, || {
+                let cm = self.get("configmap", Some("web"), "ordered-barrier")?;
+                let mut have: Vec<String> = cm["data"]
+                    .as_object()
+                    .map(|d| d.keys().cloned().collect())
+                    .unwrap_or_default();
+                have.sort();
+                let mut want: Vec<String> = want.iter().map(|k| (*k).to_owned()).collect();
+                want.sort();
+                (have == want)
+                    .then_some(())
+                    .ok_or_else(|| format!("{have:?}"))
+            })
+        };
+        let report = |ready: &[&str]| {
+            let statuses: Vec<Value> = ["a", "b", "c"]
+                .iter()
+                .map(|name| {
+                    let up = ready.contains(name);
+                    json!({"name": name, "image": format!("{name}:1"), "imageID": format!("docker-pullable://{name}@sha256:1"),
+                        "ready": up, "started": up, "restartCount": 0,
+                        "state": if up { json!({"running": {"startedAt": "2026-01-01T00:00:00Z"}}) }
+                                 else { json!({"waiting": {"reason": "CreateContainerConfigError"}}) }})
+                })
+                .collect();
+            let status = json!({"status": {"phase": "Pending", "containerStatuses": statuses}});
+            self.plane.kubectl(
+                &[
+                    "patch",
+                    "pod",
+                    "ordered",
+                    "-n",
+                    "web",
+                    "--subresource=status",
+                    "--type=merge",
+                    "-p",
+                    &status.to_string(),
+                ],
+                None,
+            )
+        };
+        barrier(&["p_0"])?;
+        report(&["a"])?;
+        barrier(&["p_0", "p_-1"])?;
+        report(&["a", "b"])?;
+        barrier(&["p_0", "p_-1", "p_-2"])?;
+        wait_for("the pod marked completed", ACT_WITHIN, || {
+            let pod = self.get("pod", Some("web"), "ordered")?;
+            (pod["metadata"]["annotations"]["apps.kruise.io/container-launch-priority-completed"]
+                == "true")
+                .then_some(())
+                .ok_or_else(|| pod["metadata"]["annotations"].to_string())
+        })?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("p_0, then p_-1 once a was ready, then p_-2 once b was; completed".into())
+    }
+
+    /// Issue 37: self-managed certificates: the first replica writes the CA and serving certificate into the
+    /// Secret `kruise-webhook-certs` and the caBundle into both configurations; a Secret deleted (an
+    /// operator forcing a new CA) is written again with a new CA, which the configurations then carry, and
+    /// the replica stays ready with it (the API server calls it: a pod create is admitted).
+    fn certificate_rotation(&self) -> Outcome {
+        use base64::Engine;
+        self.install_configurations(Mode::SelfManagedUrl)?;
+        let mut replica = self.start(Mode::SelfManagedUrl, Ipv4Addr::LOCALHOST, "certs");
+        replica.wait_ready(READY_WITHIN)?;
+        let secret_ca = || -> Result<String, String> {
+            let secret = self.get("secret", Some(envtest::NAMESPACE), "kruise-webhook-certs")?;
+            let ca = secret["data"]["ca-cert.pem"]
+                .as_str()
+                .ok_or("no ca-cert.pem")?;
+            Ok(ca.to_owned())
+        };
+        let bundle_ca = || -> Result<String, String> {
+            let c = self.get(
+                "mutatingwebhookconfiguration",
+                None,
+                "kruise-mutating-webhook-configuration",
+            )?;
+            Ok(c["webhooks"][0]["clientConfig"]["caBundle"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned())
+        };
+        let decode = |b64: &str| {
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        };
+        let first = secret_ca()?;
+        if !decode(&bundle_ca()?).contains(decode(&first).trim()) {
+            return Err("the caBundle is not the Secret's CA".into());
+        }
+        self.plane.kubectl(
+            &[
+                "delete",
+                "secret",
+                "kruise-webhook-certs",
+                "-n",
+                envtest::NAMESPACE,
+            ],
+            None,
+        )?;
+        let second = wait_for("a new CA in a new Secret", Duration::from_secs(90), || {
+            let ca = secret_ca()?;
+            (ca != first)
+                .then_some(ca)
+                .ok_or_else(|| "the same CA".to_owned())
+        })?;
+        wait_for(
+            "the configurations carry the new CA",
+            Duration::from_secs(90),
+            || {
+                let bundle = decode(&bundle_ca()?);
+                bundle
+                    .contains(decode(&second).trim())
+                    .then_some(())
+                    .ok_or_else(|| "old caBundle".to_owned())
+            },
+        )?;
+        replica.wait_ready(Duration::from_secs(90))?;
+        // The API server trusts the new certificate: a pod create goes through our mpod webhook.
+        self.plane.kubectl(&["create", "-f", "-"], Some(&json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "after-rotation", "namespace": "web"},
+            "spec": {"automountServiceAccountToken": false, "containers": [{"name": "app", "image": "app:1"}]}}).to_string()))
+            .map_err(|e| format!("a pod create after the rotation: {e}"))?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("Secret and caBundles written; a new CA after the Secret was deleted, trusted by the API server".into())
     }
 }
 

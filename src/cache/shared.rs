@@ -283,6 +283,13 @@ where
                         on_change(&change, &publisher.reader);
                     }
                 }
+                // A watch whose resourceVersion the API server no longer has (410 Expired: after a
+                // compaction, or a CRD change that restarts its storage) is routine: the watcher lists
+                // again. Not an error to warn of or to show.
+                Err(watcher::Error::WatchError(status)) if status.code == 410 => {
+                    tracing::debug!(resource = %publisher.sync_state().resource(), message = %status.message,
+                        "watch expired; listing again");
+                }
                 Err(e) => {
                     let sync = publisher.sync_state();
                     let message = watch_error_message(&e);

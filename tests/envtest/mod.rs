@@ -358,7 +358,7 @@ impl ControlPlane {
     }
 
     /// Creates `objects` (JSON, each with its apiVersion, kind and namespace) through the API, `concurrency`
-    /// at a time, as the admin: for thousands of objects.
+    /// at a time, as the admin: for thousands of objects. One that exists already is left as it is.
     ///
     /// # Errors
     /// The first refused create.
@@ -400,15 +400,20 @@ impl ControlPlane {
                             };
                         let dynamic: kube::core::DynamicObject =
                             serde_json::from_value(object).map_err(|e| e.to_string())?;
-                        api.create(&kube::api::PostParams::default(), &dynamic)
+                        match api
+                            .create(&kube::api::PostParams::default(), &dynamic)
                             .await
-                            .map(drop)
-                            .map_err(|e| {
-                                format!(
-                                    "creating {}: {e}",
-                                    dynamic.metadata.name.unwrap_or_default()
-                                )
-                            })
+                        {
+                            // kube-controller-manager may have made it (a namespace's ServiceAccount).
+                            Err(kube::Error::Api(s)) if s.reason == "AlreadyExists" => Ok(()),
+                            other => other.map(drop),
+                        }
+                        .map_err(|e| {
+                            format!(
+                                "creating {}: {e}",
+                                dynamic.metadata.name.unwrap_or_default()
+                            )
+                        })
                     }
                 })
                 .buffer_unordered(concurrency)
@@ -689,6 +694,66 @@ fn identity_with_rules(
     objects
 }
 
+/// Renders `deploy/base` and applies all of it but the webhook configurations and the Deployment (the
+/// server runs here as a process; each scenario installs the configurations it needs), then waits for the
+/// CRDs to be established. Returns what was rendered.
+///
+/// # Errors
+/// A rendering or `kubectl` error.
+pub fn install_base(plane: &ControlPlane) -> Result<Vec<Value>, String> {
+    let base = render_base()?;
+    let rest: Vec<Value> = base
+        .iter()
+        .filter(|o| {
+            ![
+                "MutatingWebhookConfiguration",
+                "ValidatingWebhookConfiguration",
+                "Deployment",
+            ]
+            .iter()
+            .any(|k| is_kind(o, k))
+        })
+        .cloned()
+        .collect();
+    plane.apply(&rest)?;
+    plane.kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd",
+            "--all",
+        ],
+        None,
+    )?;
+    Ok(base)
+}
+
+/// External certificates for the server on 127.0.0.1, as cert-manager would issue them: `tls.crt`,
+/// `tls.key` and `ca.crt` in `<dir>/external-certs`. Returns the directory and the CA (PEM).
+///
+/// # Errors
+/// A file that cannot be written.
+pub fn external_certs(dir: &Path) -> Result<(PathBuf, String), String> {
+    let now = time::OffsetDateTime::now_utc();
+    let policy = kruise_certs::Policy::new(
+        "kruise-webhook-service.kruise-system.svc",
+        ["127.0.0.1".to_owned()],
+    );
+    let bundle = kruise_certs::execute(&kruise_certs::CertPlan::Fresh, None, now, &policy)
+        .map_err(|e| e.to_string())?;
+    let certs = dir.join("external-certs");
+    std::fs::create_dir_all(&certs).map_err(|e| e.to_string())?;
+    for (name, text) in [
+        ("tls.crt", &bundle.cert_pem),
+        ("tls.key", &bundle.key_pem),
+        ("ca.crt", &bundle.ca_cert_pem),
+    ] {
+        std::fs::write(certs.join(name), text).map_err(|e| e.to_string())?;
+    }
+    Ok((certs, bundle.ca_cert_pem))
+}
+
 /// Whether `object` is of `kind`.
 pub fn is_kind(object: &Value, kind: &str) -> bool {
     object["kind"] == kind
@@ -874,10 +939,11 @@ impl Replica {
 }
 
 impl Drop for Replica {
+    /// A replica left running (a scenario that failed) is stopped as Kubernetes stops a pod: SIGTERM, so
+    /// that it releases the Lease for the next scenario, then SIGKILL after 5 s.
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            let _ = terminate(&mut self.child, Duration::from_secs(5));
         }
     }
 }
