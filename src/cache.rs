@@ -7,10 +7,14 @@
 //! same stores ([`shared`]): one watch per kind for everything this replica does.
 
 pub mod budgets;
+pub mod change;
+pub mod discovery;
+pub mod group;
 pub mod index;
 pub mod intern;
 pub mod shared;
 pub mod sync;
+pub mod workloads;
 pub mod workloadspreads;
 
 use std::path::{Path, PathBuf};
@@ -45,12 +49,14 @@ use kruise_webhooks::verdict::BudgetDenialRecord;
 use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
 use kruise_webhooks::workloadspread::whitelist as ws_whitelist;
 
-use crate::workload::{ServedKinds, WorkloadStores, Workloads};
 use budgets::{BudgetCopies, SpreadCopies};
 use kruise_webhooks::view::WorkloadSpreadView;
 use kruise_webhooks::workloadspread::whitelist::CustomWorkload;
 use shared::{Change, Shared};
 use sync::SyncState;
+use workloads::{ServedKinds, WorkloadStores, Workloads};
+
+pub use discovery::discover;
 
 /// How long the live custom-resource count may take before it counts as a list error.
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -597,33 +603,6 @@ impl SidecarSetView for Cluster {
                 .unwrap_or_default(),
         }
     }
-}
-
-/// Whether the cluster serves `resource` in `group_version`, as OpenKruise decides it (webhook-server.md §4):
-/// only a group/version that is listed without the resource reads as no. One that cannot be fetched (404, or
-/// still failing after 4 attempts 0.5 s × 5ⁿ apart) reads as present, so that a transient apiserver error at
-/// start-up does not leave this replica without a webhook path the configuration still routes to it.
-pub async fn discover(client: &Client, group_version: &str, resource: &str) -> bool {
-    let mut delay = Duration::from_millis(500);
-    for attempt in 1..=4 {
-        match client.list_api_group_resources(group_version).await {
-            Ok(list) => return list.resources.iter().any(|r| r.name == resource),
-            Err(kube::Error::Api(e)) if e.code == 404 => break,
-            Err(e) => {
-                tracing::warn!(group_version, attempt, error = %e, "discovery failed");
-                if attempt < 4 {
-                    tokio::time::sleep(delay).await;
-                    delay *= 5;
-                }
-            }
-        }
-    }
-    tracing::warn!(
-        group_version,
-        resource,
-        "group/version not discoverable: assuming the resource is served"
-    );
-    true
 }
 
 impl ClusterView for Cluster {

@@ -32,7 +32,7 @@ use kruise_certs::{CertBundle, CertPlan, Policy};
 use kruise_webhooks::registry;
 
 use crate::config::{CertSource, ServeConfig};
-use crate::server::health::{CaBundleSeen, Readiness};
+use crate::server::readiness::{CaBundleSeen, Readiness};
 use crate::server::tls::CertStore;
 
 /// Names of the configurations we keep the caBundle of.

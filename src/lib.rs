@@ -9,6 +9,7 @@ pub mod config;
 pub mod controller;
 pub mod events;
 pub mod metrics;
+pub mod random;
 pub mod review;
 pub mod server;
 pub mod spread_facts;

@@ -7,6 +7,8 @@
 pub mod admission;
 pub mod health;
 pub mod limit;
+pub mod readiness;
+mod state;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -22,59 +24,15 @@ use axum::routing::{any, get};
 use bytes::Bytes;
 use tokio::task::JoinHandle;
 
-use kruise_webhooks::admission::AdmissionRequest;
 use kruise_webhooks::registry::{self, CONVERT_PATH};
 
 use crate::audit::AuditLog;
 use crate::cache::Cluster;
 use crate::certs::CertManager;
 use crate::config::ServeConfig;
-use crate::metrics::{self, Metrics};
-use health::Readiness;
-use tls::CertStore;
+use crate::metrics;
 
-/// A hook run before every decision (tests use it to inject a panic).
-pub type BeforeDecide = Arc<dyn Fn(&AdmissionRequest) + Send + Sync>;
-
-/// Everything a request handler reads; cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    /// Validated configuration.
-    pub config: Arc<ServeConfig>,
-    /// Cluster state.
-    pub cluster: Cluster,
-    /// Metrics.
-    pub metrics: Metrics,
-    /// The serving certificate.
-    pub certs: Arc<CertStore>,
-    /// Shutdown flag for /readyz.
-    pub readiness: Arc<Readiness>,
-    /// The bound on admission requests in flight (`--max-in-flight`; [`limit`]).
-    pub limit: Arc<limit::InFlightLimit>,
-    /// Deletion-protection audit log.
-    pub audit: Arc<AuditLog>,
-    /// Test hook.
-    pub before_decide: Option<BeforeDecide>,
-    /// The custom resource kinds the cluster serves (webhooks needing others are not registered).
-    pub served: registry::Served,
-}
-
-impl AppState {
-    /// State over a cluster view with fresh metrics, no audit log and an empty certificate store.
-    pub fn new(config: ServeConfig, cluster: Cluster) -> Self {
-        Self {
-            limit: Arc::new(limit::InFlightLimit::new(config.max_in_flight)),
-            config: Arc::new(config),
-            cluster,
-            metrics: Metrics::new(),
-            certs: Arc::new(CertStore::default()),
-            readiness: Arc::new(Readiness::default()),
-            audit: Arc::new(AuditLog::default()),
-            before_decide: None,
-            served: registry::Served::ALL,
-        }
-    }
-}
+pub use state::{AppState, BeforeDecide};
 
 /// The largest ConversionReview accepted.
 pub const MAX_CONVERSION_BYTES: usize = 64 * 1024 * 1024;

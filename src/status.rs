@@ -36,7 +36,7 @@
 //! Without an API server (`--objects`, `review`) intents are not performed: the verdict stands as decided.
 
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -53,6 +53,7 @@ use kruise_webhooks::verdict::{BudgetSpend, Denial, SpreadRecord, StatusIntent};
 use kruise_webhooks::{Verdict, WebhookError};
 
 use crate::cache::budgets::{Copies, deciding_on, revision};
+use crate::cache::group::{Batch, Group, Outcome};
 use crate::cache::{Cluster, LiveCache};
 use crate::metrics::Metrics;
 
@@ -163,7 +164,7 @@ impl Target {
 /// behind it, and the re-read that follows takes a round trip of its own.
 fn backoff(attempt: usize) -> Duration {
     let base = 1u64 << (2 * attempt.saturating_sub(1).min(4));
-    let jitter = crate::server::admission::random_unit();
+    let jitter = crate::random::random_unit();
     Duration::from_micros((base as f64 * 1000.0 * (1.0 + jitter)) as u64)
 }
 
@@ -290,74 +291,6 @@ impl Recorded for WorkloadSpread {
         "apps.kruise.io/v1beta1".clone_into(&mut self.api_version);
         "WorkloadSpread".clone_into(&mut self.kind);
     }
-}
-
-/// One object's writes on this replica: the lock a write holds (the PUB status controller writes under it
-/// too), and the records being gathered for the next write.
-pub struct Group<K> {
-    writer: Arc<tokio::sync::Mutex<()>>,
-    gathering: Mutex<Gathering<K>>,
-}
-
-impl<K> Default for Group<K> {
-    fn default() -> Self {
-        Self {
-            writer: Arc::default(),
-            gathering: Mutex::new(Gathering {
-                open: None,
-                in_flight: None,
-                last: None,
-                conflicts: 0,
-            }),
-        }
-    }
-}
-
-impl<K> Group<K> {
-    /// The lock of the object's writes.
-    pub fn writer(&self) -> Arc<tokio::sync::Mutex<()>> {
-        self.writer.clone()
-    }
-
-    fn gathering(&self) -> MutexGuard<'_, Gathering<K>> {
-        self.gathering.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-struct Gathering<K> {
-    /// The records gathered for the next write.
-    open: Option<Batch<K>>,
-    /// The object of the write in flight, as sent, and where its outcome is told.
-    in_flight: Option<(Arc<K>, watch::Receiver<Option<Outcome>>)>,
-    /// The last write that succeeded: the resourceVersion sent and the one answered (`None` after a write
-    /// that failed).
-    last: Option<(Option<String>, Option<String>)>,
-    /// The writes that failed since the last one that succeeded (the pause after a conflict grows with it).
-    conflicts: usize,
-}
-
-/// The records gathered for one write.
-struct Batch<K> {
-    /// The object with every record gathered.
-    object: Arc<K>,
-    /// Gathered on top of the write in flight, whose outcome decides whether this one may be written.
-    on_in_flight: bool,
-    /// Where the members learn the outcome.
-    outcome: watch::Sender<Option<Outcome>>,
-}
-
-/// What became of a group's write.
-#[derive(Debug, Clone)]
-enum Outcome {
-    Written,
-    /// Someone else wrote the object first (the API server's text); the fresh object is in the copies.
-    Conflict(String),
-    /// The write the group was gathered on top of failed: decide again.
-    Again,
-    /// The object is gone.
-    Gone,
-    /// The write failed otherwise (why).
-    Failed(String),
 }
 
 /// Commits the record of one object: the verdict without it once written.

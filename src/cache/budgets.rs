@@ -58,8 +58,7 @@ struct Inner<K> {
     locks: Mutex<HashMap<BudgetKey, Arc<Group<K>>>>,
 }
 
-/// One object's writes on this replica (its lock, and the group of records being gathered).
-pub type Group<K> = crate::status::Group<K>;
+pub use super::group::Group;
 
 /// An object laid over the copies: its kind, key, and the object.
 type Laid = (TypeId, BudgetKey, Arc<dyn Any + Send + Sync>);

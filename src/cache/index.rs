@@ -15,7 +15,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use kube::runtime::reflector::{Lookup, Store};
 
-use super::shared::Change;
+use super::change::Change;
 
 /// The keys an object is filed under (duplicates are filed once).
 pub type Keys<K> = fn(&K) -> Vec<String>;

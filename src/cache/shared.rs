@@ -37,41 +37,12 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
+pub use super::change::Change;
 use super::index::{Index, Keys};
 use super::sync::SyncState;
 
 /// Changes a subscriber may fall behind by before it is told to start over ([`Change::Relisted`]).
 pub const FEED_CAPACITY: usize = 1024;
-
-/// One change of a shared store.
-pub enum Change<K> {
-    /// An object was created or updated (the store's copy).
-    Applied(Arc<K>),
-    /// An object was deleted (its last state).
-    Deleted(Arc<K>),
-    /// The store was replaced by a relist, or the subscriber missed changes: anything may have changed.
-    Relisted,
-}
-
-impl<K> Clone for Change<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Applied(o) => Self::Applied(o.clone()),
-            Self::Deleted(o) => Self::Deleted(o.clone()),
-            Self::Relisted => Self::Relisted,
-        }
-    }
-}
-
-impl<K> Change<K> {
-    /// The object changed, when one did.
-    pub fn object(&self) -> Option<&Arc<K>> {
-        match self {
-            Self::Applied(o) | Self::Deleted(o) => Some(o),
-            Self::Relisted => None,
-        }
-    }
-}
 
 /// A store and the feed of its changes (cheap to clone).
 pub struct Shared<K>

@@ -12,7 +12,6 @@
 //! when the pod is deleted or completed. A relist or a new leadership term starts from an empty memory, so
 //! each pending pod's ConfigMap is read once then.
 
-use super::is_code;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,6 +30,7 @@ use kruise_webhooks::launch_priority::barrier::{
 };
 use kruise_webhooks::launch_priority::barrier_name;
 
+use super::failure::is_code;
 use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::{Change, Shared};
 use crate::events::Recorder;

@@ -40,7 +40,6 @@
 //! minutes after its last reconcile. 3 reconciles at once; failures retried after 1 s doubling to 5 min.
 //! Events are recorded as `podunavailablebudget-controller`.
 
-use super::is_code;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,6 +65,7 @@ use kruise_webhooks::podunavailablebudget::pod::{IN_PLACE_WORKLOAD_VERTICAL_SCAL
 use kruise_webhooks::podunavailablebudget::related::{self, WorkloadKey, api_group};
 use kruise_webhooks::podunavailablebudget::status::{self, TargetWorkload};
 
+use super::failure::is_code;
 use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::budgets::BudgetCopies;
 use crate::cache::shared::{Change, Shared};
@@ -258,7 +258,7 @@ pub struct Reconciled {
 
 /// A short jittered pause before re-reading after a conflict (tens of milliseconds, DECISIONS 10).
 async fn conflict_pause() {
-    let jitter = crate::server::admission::random_unit();
+    let jitter = crate::random::random_unit();
     tokio::time::sleep(Duration::from_millis(10 + (jitter * 30.0) as u64)).await;
 }
 

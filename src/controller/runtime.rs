@@ -41,8 +41,8 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::failure::{failure_reason, failure_text};
 use crate::cache::shared::{Change, Shared};
-use crate::controller::{failure_reason, failure_text};
 use crate::events::{EventType, Recorder};
 use crate::metrics::{ControllerReasonLabels, Metrics};
 

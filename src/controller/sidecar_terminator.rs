@@ -36,7 +36,6 @@
 //! (`--sidecarterminator-workers`' default); failures retried after 1 s doubling to 5 min. Events are
 //! recorded as `sidecarterminator-controller`.
 
-use super::is_code;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,6 +54,7 @@ use kruise_webhooks::api::node::SlimNode;
 use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::sidecar_terminator::{self as terminator, Action, CrrState, KillSet, Means};
 
+use super::failure::is_code;
 use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::{self, Shared};
 use crate::events::{EventType, Recorder};

@@ -29,7 +29,6 @@
 //! After the status, [`upgrade`] rolls the SidecarSet's sidecars out to the running pods in place (§9
 //! "In-place update", §6.2 hot-upgrade flips): [`reconcile_and_upgrade`].
 
-use super::is_code;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,10 +48,13 @@ use kruise_webhooks::api::sidecarset::{CUSTOM_VERSION_LABEL, SIDECARSET_NAME_LAB
 use kruise_webhooks::sidecarset::inject::INJECTED_LIST_ANNOTATION;
 use kruise_webhooks::sidecarset::status::{self, NewRevision, RevisionOp};
 
+use super::failure::is_code;
 use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::Shared;
 
+mod error;
 pub mod upgrade;
+pub use error::ReconcileError;
 pub use upgrade::{Expectations, UpgradeContext, Upgraded};
 
 /// Status writes per reconcile: the first and two retries after a conflict.
@@ -168,52 +170,6 @@ impl SidecarSetSource for Snapshot {
     fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
         self.namespaces.get(name).cloned()
     }
-}
-
-/// Why a reconcile did not finish (logged; the SidecarSet is retried with backoff).
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    /// `spec.selector` or `spec.namespaceSelector` cannot be evaluated.
-    #[error("SidecarSet {name}: {reason}")]
-    Selector {
-        /// The SidecarSet.
-        name: String,
-        /// The selector error.
-        reason: String,
-    },
-    /// An API call failed.
-    #[error("{action}: {source}")]
-    Api {
-        /// What was being done, naming the object.
-        action: String,
-        /// The client error.
-        #[source]
-        source: kube::Error,
-    },
-    /// Every name tried for a new revision was taken by a revision with other data.
-    #[error("creating a ControllerRevision for SidecarSet {name}: {tries} names taken")]
-    Collisions {
-        /// The SidecarSet.
-        name: String,
-        /// Names tried.
-        tries: usize,
-    },
-    /// A pod update kept conflicting.
-    #[error("updating pod {pod}: still conflicting after {attempts} attempts")]
-    PodConflict {
-        /// The pod, `namespace/name`.
-        pod: String,
-        /// Attempts made.
-        attempts: usize,
-    },
-    /// The status write kept conflicting.
-    #[error("writing the status of SidecarSet {name}: still conflicting after {attempts} attempts")]
-    Conflict {
-        /// The SidecarSet.
-        name: String,
-        /// Attempts made.
-        attempts: usize,
-    },
 }
 
 /// What one reconcile did.

@@ -44,7 +44,6 @@
 //! minutes after its last reconcile. 3 reconciles at once (`--workloadspread-workers`); failures retried
 //! after 1 s doubling to 5 min.
 
-use super::is_code;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -72,6 +71,7 @@ use kruise_webhooks::workloadspread::status::{
 };
 use kruise_webhooks::workloadspread::whitelist::{self, WhitelistSource};
 
+use super::failure::is_code;
 use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
 use crate::cache::shared::{Change, Shared};
 use crate::events::{EventType, Recorder};

@@ -28,9 +28,10 @@ use kruise_webhooks::workloadspread::SpreadFacts;
 use kruise_webhooks::workloadspread::{self, whitelist::WhitelistSource};
 use kruise_webhooks::{FeatureGates, Verdict, WebhookError};
 
+use super::state::AppState;
 use crate::cache::Cluster;
 use crate::metrics::RouteMetrics;
-use crate::server::AppState;
+use crate::random::random_unit;
 
 /// The largest AdmissionReview accepted: controller-runtime's limit (7 MiB), which a review carrying an
 /// object and its old object near etcd's size limit stays under.
@@ -69,13 +70,6 @@ pub fn rfc3339_now() -> String {
         .unwrap_or_else(|_| time::OffsetDateTime::now_utc());
     now.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
-}
-
-/// A uniform draw from [0, 1): std's per-instance random hasher keys are the entropy (no extra crate).
-pub fn random_unit() -> f64 {
-    use std::hash::BuildHasher;
-    let bits = std::collections::hash_map::RandomState::new().hash_one(0u8) >> 11;
-    bits as f64 / (1u64 << 53) as f64
 }
 
 /// Runs one webhook on a request: the I/O it needs first, then the pure decision.

@@ -38,6 +38,7 @@ mod cursor;
 pub mod go;
 mod merge_patch;
 pub mod patch;
+mod quote;
 mod raw;
 pub mod rawpod;
 mod scan;

@@ -9,7 +9,6 @@
 //! denied the request`) ends the round: it is retried after [`BUDGET_RETRY`] (or at the next pod change),
 //! never forced. Any other 403 (RBAC) is an error, reported as such.
 
-use crate::controller::{is_admission_denial, is_code};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,7 +27,8 @@ use kruise_webhooks::sidecarset::upgrade::pod_edit::{
 };
 use kruise_webhooks::sidecarset::upgrade::{self, Round, Stop};
 
-use super::ReconcileError;
+use super::error::ReconcileError;
+use crate::controller::failure::{is_admission_denial, is_code};
 use crate::events::{EventType, Recorder};
 use crate::metrics::Metrics;
 

@@ -24,36 +24,14 @@ use serde_json::{Map, Value};
 
 use super::RawJson;
 use super::cursor::{Cursor, tree, valid_tree};
-use super::patch::{Json, Op};
 use super::write::write_string;
 
 mod changes;
 mod list;
+mod presence;
 
 pub use list::{Item, RawContainer, RawElement, RawList, elements_of};
-
-/// How a container list appeared in the request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Presence {
-    /// No key (or no spec).
-    Absent,
-    /// `null`.
-    Null,
-    /// A list (an object for a section).
-    Present,
-}
-
-impl Presence {
-    /// The operation that writes `value` whole at `path`, where a value was as received in this way: an
-    /// add where there was none, a replace of `null` or of what was there.
-    fn write_whole(self, path: String, value: Json) -> Op {
-        if self == Self::Absent {
-            Op::Add { path, value }
-        } else {
-            Op::Replace { path, value }
-        }
-    }
-}
+use presence::Presence;
 
 /// A part of the pod whose members [`RawPod`] reads and writes one by one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

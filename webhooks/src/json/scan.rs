@@ -167,8 +167,8 @@ impl fmt::Display for SyntaxError {
             Reading::Fraction => "after decimal point in numeric literal",
             Reading::Exponent => "in exponent of numeric literal",
             Reading::Literal(name, expected) => {
-                let expected = super::go::quote_char(expected);
-                let c = super::go::quote_char(c);
+                let expected = super::quote::quote_char(expected);
+                let c = super::quote::quote_char(c);
                 return write!(
                     f,
                     "invalid character {c} in literal {name} (expecting {expected})"
@@ -179,7 +179,7 @@ impl fmt::Display for SyntaxError {
         write!(
             f,
             "invalid character {} {context}",
-            super::go::quote_char(c)
+            super::quote::quote_char(c)
         )
     }
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Json, Op, Step, pointer};
+use super::op::{Json, Op, Step, pointer};
 
 struct Differ<'a> {
     path: Vec<Step<'a>>,

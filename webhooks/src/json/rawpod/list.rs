@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use super::Presence;
+use super::presence::Presence;
 use crate::json::cursor::{Cursor, string_value, valid_tree};
 use crate::json::patch::{self, Json, Op};
 

@@ -3,7 +3,7 @@
 use super::*;
 use serde_json::json;
 
-use crate::json::patch;
+use crate::json::patch::{self, Op};
 
 /// Each operation as its name and path.
 fn op_paths(ops: &[Op]) -> Vec<String> {
