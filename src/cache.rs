@@ -8,6 +8,7 @@
 
 pub mod budgets;
 pub mod change;
+pub mod crds;
 pub mod discovery;
 pub mod group;
 pub mod index;

@@ -44,6 +44,8 @@ pub const VALIDATING_CONFIGURATION: &str = "kruise-validating-webhook-configurat
 pub struct CertManager {
     stop: tokio::sync::watch::Sender<bool>,
     bundle: Arc<ArcSwap<Option<CertBundle>>>,
+    /// The kinds served, which decide the webhooks kept in our configurations.
+    served: tokio::sync::watch::Sender<registry::Served>,
 }
 
 impl CertManager {
@@ -60,6 +62,7 @@ impl CertManager {
         readiness: Arc<Readiness>,
     ) -> anyhow::Result<Self> {
         let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (served_tx, served) = tokio::sync::watch::channel(served);
         let bundle = Arc::new(ArcSwap::from_pointee(None));
         if client.is_some() && config.cert_source != CertSource::Standalone {
             // Our webhook configurations are judged at every sync: not ready before they trust us.
@@ -84,7 +87,18 @@ impl CertManager {
             ),
         };
         tokio::spawn(worker.run(stopped));
-        Ok(Self { stop, bundle })
+        Ok(Self {
+            stop,
+            bundle,
+            served: served_tx,
+        })
+    }
+
+    /// The cluster serves `served` now (its CRDs changed: docs/startup-order.md): our configurations are
+    /// synced at once, a newly served kind's webhooks put back, a removed kind's taken out.
+    pub fn serve_kinds(&self, served: registry::Served) {
+        self.served
+            .send_if_modified(|s| std::mem::replace(s, served) != served);
     }
 
     /// Stops the background loop.
@@ -109,8 +123,8 @@ struct Worker {
     bundle: Arc<ArcSwap<Option<CertBundle>>>,
     /// (cert, key) currently installed, to skip needless swaps.
     installed: Option<(String, String)>,
-    /// Which webhooks are served (the others are dropped from our configurations).
-    served: registry::Served,
+    /// Which webhooks are served (the others are dropped from our configurations); a change syncs at once.
+    served: tokio::sync::watch::Receiver<registry::Served>,
     /// Told what each look at our webhook configurations saw.
     readiness: Arc<Readiness>,
 }
@@ -211,6 +225,7 @@ impl Worker {
             tokio::select! {
                 _ = stopped.wait_for(|s| *s) => return,
                 _ = tokio::time::sleep(period) => {}
+                changed = self.served.changed() => if changed.is_err() { return },
             }
             if let Err(e) = self.sync().await {
                 tracing::warn!(error = %format!("{e:#}"), "certificate sync failed; keeping the current certificate");
@@ -309,7 +324,7 @@ impl Worker {
     }
 
     fn served_paths(&self) -> Vec<&'static str> {
-        registry::routes(&self.config.gates, self.served)
+        registry::routes(&self.config.gates, *self.served.borrow())
             .into_iter()
             .map(|(p, _)| p)
             .collect()

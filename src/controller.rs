@@ -36,7 +36,11 @@ use workloadspread::WorkloadSpreadController;
 
 /// The leader election and the controllers it gates.
 pub struct Controllers {
-    leader: LeaderElector,
+    /// The election, when these controllers run it ([`Controllers::start`]); the server runs one election
+    /// for every generation of controllers ([`Controllers::start_on`], docs/startup-order.md).
+    leader: Option<LeaderElector>,
+    /// Leadership, as the controllers see it.
+    leading: watch::Receiver<bool>,
     sidecar_sets: Option<runtime::Running>,
     budgets: Option<runtime::Running>,
     spreads: Option<runtime::Running>,
@@ -63,19 +67,24 @@ impl Controllers {
         served: Served,
         metrics: &Metrics,
     ) -> Self {
-        let leader = if config.leader_election.enabled {
-            LeaderElector::start(
-                client.clone(),
-                &config.leader_election,
-                leader::default_identity(),
-                metrics.clone(),
-            )
-        } else {
-            tracing::info!("leader election disabled: this replica runs the controllers");
-            LeaderElector::always_leader(metrics)
-        };
+        let leader = elector(client.clone(), config, metrics);
+        let mut controllers =
+            Self::start_on(client, cache, config, served, metrics, leader.is_leader());
+        controllers.leader = Some(leader);
+        controllers
+    }
+
+    /// [`Controllers::start`] on an election run by the caller: `leading` says when they lead.
+    pub fn start_on(
+        client: Client,
+        cache: &LiveCache,
+        config: &ServeConfig,
+        served: Served,
+        metrics: &Metrics,
+        leading: watch::Receiver<bool>,
+    ) -> Self {
         // Controllers write through the leadership gate; the caches they read use `client`.
-        let writer = leader::gated(client.clone(), leader.is_leader());
+        let writer = leader::gated(client.clone(), leading.clone());
         let sidecar_sets = served.sidecar_sets.then(|| {
             let sets = cache
                 .sidecar_set_cache()
@@ -92,7 +101,7 @@ impl Controllers {
                 inputs,
                 config.namespace.clone(),
                 sidecarset::UpgradeContext::new(writer.clone(), metrics.clone()),
-                leader.is_leader(),
+                leading.clone(),
                 runtime::Settings::default(),
             )
         });
@@ -112,7 +121,7 @@ impl Controllers {
                     .with_metrics(metrics.clone()),
                     inputs,
                     Arc::new(k8s_openapi::jiff::Timestamp::now),
-                    leader.is_leader(),
+                    leading.clone(),
                     runtime::Settings::default(),
                 ))
             }
@@ -142,7 +151,7 @@ impl Controllers {
                         .with_kruise_namespace(&config.namespace),
                     inputs,
                     Arc::new(k8s_openapi::jiff::Timestamp::now),
-                    leader.is_leader(),
+                    leading.clone(),
                     runtime::Settings::default(),
                 ))
             }
@@ -154,7 +163,7 @@ impl Controllers {
             writer.clone(),
             cache.pod_store().clone(),
             metrics.clone(),
-            leader.is_leader(),
+            leading.clone(),
             runtime::Settings {
                 concurrency: 4,
                 ..runtime::Settings::per_pod()
@@ -172,12 +181,13 @@ impl Controllers {
                 sidecar_terminator::Context::new(writer.clone(), metrics.clone()),
                 sidecar_terminator::Inputs::watch(&client, cache.pod_store().clone()),
                 Arc::new(k8s_openapi::jiff::Timestamp::now),
-                leader.is_leader(),
+                leading.clone(),
                 runtime::Settings::per_pod(),
             )
         });
         Self {
-            leader,
+            leader: None,
+            leading,
             sidecar_sets,
             budgets,
             spreads,
@@ -188,7 +198,7 @@ impl Controllers {
 
     /// Leadership, as the controllers see it.
     pub fn is_leader(&self) -> watch::Receiver<bool> {
-        self.leader.is_leader()
+        self.leading.clone()
     }
 
     /// Stops the controllers, then the election, which releases the Lease if this replica holds it: no
@@ -207,6 +217,23 @@ impl Controllers {
         if let Some(c) = self.terminator {
             c.stop().await;
         }
-        self.leader.stop().await;
+        if let Some(leader) = self.leader {
+            leader.stop().await;
+        }
+    }
+}
+
+/// Leader election (or constant leadership with `--enable-leader-election=false`), as `config` says.
+pub fn elector(client: Client, config: &ServeConfig, metrics: &Metrics) -> LeaderElector {
+    if config.leader_election.enabled {
+        LeaderElector::start(
+            client,
+            &config.leader_election,
+            leader::default_identity(),
+            metrics.clone(),
+        )
+    } else {
+        tracing::info!("leader election disabled: this replica runs the controllers");
+        LeaderElector::always_leader(metrics)
     }
 }

@@ -5,6 +5,7 @@
 //! beyond `--max-in-flight` are shed with HTTP 429 ([`limit`]).
 
 pub mod admission;
+pub mod generation;
 pub mod health;
 pub mod limit;
 pub mod readiness;
@@ -31,6 +32,7 @@ use crate::cache::Cluster;
 use crate::certs::CertManager;
 use crate::config::ServeConfig;
 use crate::metrics;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 pub use state::{AppState, BeforeDecide};
 
@@ -136,8 +138,56 @@ pub struct Server {
     handle: axum_server::Handle<SocketAddr>,
     plain_shutdown: tokio::sync::watch::Sender<bool>,
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
-    certs: CertManager,
-    controllers: Option<crate::controller::Controllers>,
+    certs: Arc<CertManager>,
+    /// The controllers of the generation in place (generation.rs), in cluster mode.
+    controllers: Arc<tokio::sync::Mutex<Option<crate::controller::Controllers>>>,
+    /// The one leader election, in cluster mode.
+    elector: Option<crate::controller::leader::LeaderElector>,
+    /// Follows the CRDs (generation.rs), in cluster mode.
+    follower: Option<JoinHandle<()>>,
+    /// The CRD watch the follower reads (its watch ends with the server).
+    _crds: Option<crate::cache::shared::Shared<CustomResourceDefinition>>,
+}
+
+/// How long the first list of CRDs may take before discovery answers which kinds are served.
+const CRD_LIST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The kinds served as discovery says (when CRDs cannot be listed).
+async fn discovered_kinds(client: &kube::Client) -> crate::cache::crds::Kinds {
+    use crate::cache::discover;
+    crate::cache::crds::Kinds {
+        served: registry::Served {
+            sidecar_sets: discover(client, "apps.kruise.io/v1beta1", "sidecarsets").await,
+            pod_unavailable_budgets: discover(
+                client,
+                "policy.kruise.io/v1beta1",
+                "podunavailablebudgets",
+            )
+            .await,
+            workload_spreads: discover(client, "apps.kruise.io/v1beta1", "workloadspreads").await,
+            container_recreate_requests: discover(
+                client,
+                "apps.kruise.io/v1beta1",
+                "containerrecreaterequests",
+            )
+            .await,
+        },
+        workloads: crate::workload::ServedKinds::discover(client).await,
+    }
+}
+
+/// Says what is not registered for want of a CRD (until it comes: docs/startup-order.md).
+fn log_unserved(kinds: crate::cache::crds::Kinds) {
+    if !kinds.served.sidecar_sets {
+        tracing::warn!(
+            "SidecarSet CRD (apps.kruise.io/v1beta1) not served: /mutate-pod is not registered until it is"
+        );
+    }
+    if !kinds.served.pod_unavailable_budgets {
+        tracing::warn!(
+            "PodUnavailableBudget CRD (policy.kruise.io/v1beta1) not served: /validate-pod is not registered until it is"
+        );
+    }
 }
 
 /// Binds `addr`, non-blocking for tokio. The unspecified IPv6 address (the default: both families, as Go's
@@ -160,13 +210,14 @@ fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
 
 async fn bind_plain(
     addr: SocketAddr,
-    router: Router,
+    router: generation::Switch,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, JoinHandle<anyhow::Result<()>>)> {
     let listener = tokio::net::TcpListener::from_std(bind(addr)?)?;
     let local = listener.local_addr()?;
+    let service = router.service();
     let task = tokio::spawn(async move {
-        axum::serve(listener, router)
+        axum::serve(listener, tower::make::Shared::new(service))
             .with_graceful_shutdown(async move {
                 let _ = stop.wait_for(|s| *s).await;
             })
@@ -193,77 +244,35 @@ pub async fn start_with(
     config: ServeConfig,
     before_decide: Option<BeforeDecide>,
 ) -> anyhow::Result<Server> {
-    let (cluster, client, served) = if config.standalone() {
+    let (cluster, client, kinds) = if config.standalone() {
         let fixture = crate::cache::load_objects(&config.objects)?;
         tracing::info!(
             objects = fixture.objects().len(),
             "standalone: serving on objects from files"
         );
-        (
-            Cluster::Fixture(Arc::new(fixture)),
-            None,
-            registry::Served::ALL,
-        )
+        (Cluster::Fixture(Arc::new(fixture)), None, None)
     } else {
         let client = kube::Client::try_default()
             .await
             .context("connecting to the cluster (kubeconfig or in-cluster)")?;
-        let served = registry::Served {
-            sidecar_sets: crate::cache::discover(&client, "apps.kruise.io/v1beta1", "sidecarsets")
-                .await,
-            pod_unavailable_budgets: crate::cache::discover(
-                &client,
-                "policy.kruise.io/v1beta1",
-                "podunavailablebudgets",
-            )
-            .await,
-            workload_spreads: crate::cache::discover(
-                &client,
-                "apps.kruise.io/v1beta1",
-                "workloadspreads",
-            )
-            .await,
-            container_recreate_requests: crate::cache::discover(
-                &client,
-                "apps.kruise.io/v1beta1",
-                "containerrecreaterequests",
-            )
-            .await,
+        // The kinds served come from the CRDs, followed while the server runs (docs/startup-order.md).
+        let crds = crate::cache::crds::watch(&client);
+        let kinds = match tokio::time::timeout(CRD_LIST_TIMEOUT, crds.store.ready()).await {
+            Ok(()) => crds.kinds_now(),
+            Err(_) => {
+                tracing::warn!(
+                    waited_s = CRD_LIST_TIMEOUT.as_secs(),
+                    error = ?crds.store.sync_state().last_error().map(|e| e.message),
+                    "CustomResourceDefinitions not listed: asking discovery once; the CRD watch goes on"
+                );
+                discovered_kinds(&client).await
+            }
         };
-        if !served.sidecar_sets {
-            tracing::warn!(
-                "SidecarSet CRD (apps.kruise.io/v1beta1) not served: /mutate-pod is not registered"
-            );
-        }
-        if !served.pod_unavailable_budgets {
-            tracing::warn!(
-                "PodUnavailableBudget CRD (policy.kruise.io/v1beta1) not served: /validate-pod is not registered"
-            );
-        }
-        let pod_webhook = config.gates.enabled(kruise_webhooks::features::POD_WEBHOOK);
-        let budgets = served.pod_unavailable_budgets
-            && pod_webhook
-            && kruise_webhooks::podunavailablebudget::enabled(&config.gates);
-        // The WorkloadSpreads the pod webhooks place pods with (spec/workloadspread.md §5) and the
-        // controller reconciles, when served. The workloads PUBs protect and WorkloadSpread owner chains walk
-        // through: CloneSets and Advanced StatefulSets only where served.
-        let spreads = served.workload_spreads
-            && pod_webhook
-            && config.gates.enabled(kruise_webhooks::workloadspread::GATE);
-        let workload_kinds = if budgets || spreads {
-            Some(crate::workload::ServedKinds::discover(&client).await)
-        } else {
-            None
-        };
-        let cache = crate::cache::LiveCache::start_all(
-            client.clone(),
-            (served.sidecar_sets && pod_webhook).then_some(config.namespace.as_str()),
-            budgets,
-            spreads,
-            workload_kinds.map(|kinds| (kinds, config.namespace.as_str())),
-        );
-        (Cluster::Live(cache), Some(client), served)
+        log_unserved(kinds);
+        let cache = generation::cache(&client, &config, kinds);
+        (Cluster::Live(cache), Some((client, crds)), Some(kinds))
     };
+    let served = kinds.map_or(registry::Served::ALL, |k| k.served);
     let mut state = AppState::new(config.clone(), cluster);
     state.served = served;
     state.before_decide = before_decide;
@@ -273,14 +282,16 @@ pub async fn start_with(
                 .with_context(|| format!("opening {}/protection.log", dir.display()))?,
         );
     }
-    let certs = CertManager::start(
-        &config,
-        state.certs.clone(),
-        client.clone(),
-        served,
-        state.readiness.clone(),
-    )
-    .await?;
+    let certs = Arc::new(
+        CertManager::start(
+            &config,
+            state.certs.clone(),
+            client.as_ref().map(|(c, _)| c.clone()),
+            served,
+            state.readiness.clone(),
+        )
+        .await?,
+    );
 
     let tls_listener = bind(config.tls_addr)?;
     let tls_addr = tls_listener.local_addr()?;
@@ -302,22 +313,25 @@ pub async fn start_with(
         .http_builder()
         .http2()
         .timer(hyper_util::rt::TokioTimer::new());
-    let router = app(state.clone());
+    // Both routers are switches: a generation of the served kinds replaces them (generation.rs).
+    let tls_router = generation::Switch::new(app(state.clone()));
+    let plain_router = generation::Switch::new(plain_app(state.clone()));
+    let tls_service = tls_router.service();
     let mut tasks = vec![tokio::spawn(async move {
         server
-            .serve(router.into_make_service())
+            .serve(tower::make::Shared::new(tls_service))
             .await
             .context("TLS listener")
     })];
 
     let (plain_shutdown, stop) = tokio::sync::watch::channel(false);
     let (metrics_addr, task) =
-        bind_plain(config.metrics_addr, plain_app(state.clone()), stop.clone()).await?;
+        bind_plain(config.metrics_addr, plain_router.clone(), stop.clone()).await?;
     tasks.push(task);
     let probe_addr = if config.probe_addr == config.metrics_addr && config.probe_addr.port() != 0 {
         metrics_addr
     } else {
-        let (addr, task) = bind_plain(config.probe_addr, plain_app(state.clone()), stop).await?;
+        let (addr, task) = bind_plain(config.probe_addr, plain_router.clone(), stop).await?;
         tasks.push(task);
         addr
     };
@@ -329,16 +343,33 @@ pub async fn start_with(
             tls_addr.port()
         );
     }
-    // Leader-elected controllers: cluster mode only, started last (src/controller.rs).
-    let controllers = match (&state.cluster, client) {
-        (Cluster::Live(cache), Some(client)) => Some(crate::controller::Controllers::start(
-            client,
-            cache,
-            &config,
-            served,
-            &state.metrics,
-        )),
-        _ => None,
+    // Leader-elected controllers: cluster mode only, started last (src/controller.rs), one election for
+    // every generation of them.
+    let controllers = Arc::new(tokio::sync::Mutex::new(None));
+    let (elector, follower, crds) = match (&state.cluster, client, kinds) {
+        (Cluster::Live(cache), Some((client, crds)), Some(kinds)) => {
+            let elector = crate::controller::elector(client.clone(), &config, &state.metrics);
+            *controllers.lock().await = Some(crate::controller::Controllers::start_on(
+                client.clone(),
+                cache,
+                &config,
+                kinds.served,
+                &state.metrics,
+                elector.is_leader(),
+            ));
+            let follow = generation::Follow {
+                client,
+                tls: tls_router,
+                plain: plain_router,
+                certs: certs.clone(),
+                controllers: controllers.clone(),
+                leading: elector.is_leader(),
+                routers: |state| (app(state.clone()), plain_app(state.clone())),
+            };
+            let follower = generation::follow(follow, crds.kinds.clone(), kinds, state.clone());
+            (Some(elector), Some(follower), Some(crds.store))
+        }
+        _ => (None, None, None),
     };
     Ok(Server {
         state,
@@ -350,6 +381,9 @@ pub async fn start_with(
         tasks,
         certs,
         controllers,
+        elector,
+        follower,
+        _crds: crds,
     })
 }
 
@@ -391,8 +425,15 @@ impl Server {
             .graceful_shutdown(Some(self.state.config.shutdown_grace));
         let _ = self.plain_shutdown.send(true);
         self.certs.stop();
-        if let Some(controllers) = self.controllers {
+        // No new generation now; the controllers stop, then the election releases the Lease.
+        if let Some(follower) = self.follower {
+            follower.abort();
+        }
+        if let Some(controllers) = self.controllers.lock().await.take() {
             controllers.shutdown().await;
+        }
+        if let Some(elector) = self.elector {
+            elector.stop().await;
         }
         let mut result = Ok(());
         for task in self.tasks {

@@ -98,6 +98,9 @@ fn main() {
         ("self_managed_certificates_and_rotation", |c| {
             c.certificate_rotation()
         }),
+        ("crds_after_the_server_and_removed_while_it_runs", |c| {
+            c.crds_follow()
+        }),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -878,14 +881,20 @@ impl Cluster<'_> {
             "vcustomresourcedefinition.kb.io",
             always,
         )?;
+        // Counted (at least once: the API server may call a webhook again for one request).
         let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
-        for sample in [
-            "namespace_deletion_protection{name=\"dp-always\",username=\"admin\"} 1",
-            "workload_deletion_protection{kind_namespace_name=\"Deployment_dp-cascading_d2\",username=\"admin\"} 1",
-            "crd_deletion_protection{name=\"widgets.example.com\",username=\"admin\"} 1",
+        for series in [
+            "namespace_deletion_protection{name=\"dp-always\",username=\"admin\"} ",
+            "workload_deletion_protection{kind_namespace_name=\"Deployment_dp-cascading_d2\",username=\"admin\"} ",
+            "crd_deletion_protection{name=\"widgets.example.com\",username=\"admin\"} ",
         ] {
-            if !metrics.contains(sample) {
-                return Err(format!("/metrics lacks {sample}"));
+            let counted = metrics.lines().any(|l| {
+                l.strip_prefix(series)
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .is_some_and(|v| v >= 1.0)
+            });
+            if !counted {
+                return Err(format!("/metrics lacks {series}"));
             }
         }
         // Unprotected again, so that nothing is left undeletable.
@@ -1451,6 +1460,157 @@ impl Cluster<'_> {
             .map_err(|e| format!("a pod create after the rotation: {e}"))?;
         replica.stop(STOP_WITHIN)?;
         Ok("Secret and caBundles written; a new CA after the Secret was deleted, trusted by the API server".into())
+    }
+}
+
+impl Cluster<'_> {
+    /// `deploy/base`'s SidecarSet CRD, created (as a user applying it after the server) and established.
+    fn apply_sidecar_set_crd(&self) -> Result<Instant, String> {
+        let crd = self
+            .base
+            .iter()
+            .find(|o| {
+                envtest::is_kind(o, "CustomResourceDefinition")
+                    && o["metadata"]["name"] == "sidecarsets.apps.kruise.io"
+            })
+            .cloned()
+            .ok_or("deploy/base has no SidecarSet CRD")?;
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&crd.to_string()))?;
+        self.plane.kubectl(
+            &[
+                "wait",
+                "--for=condition=Established",
+                "--timeout=60s",
+                "crd",
+                "sidecarsets.apps.kruise.io",
+            ],
+            None,
+        )?;
+        Ok(Instant::now())
+    }
+
+    /// Whether our mutating configuration carries `mpod.kb.io`.
+    fn has_mpod(&self) -> Result<bool, String> {
+        let c = self.get(
+            "mutatingwebhookconfiguration",
+            None,
+            "kruise-mutating-webhook-configuration",
+        )?;
+        Ok(c["webhooks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|w| w["name"] == "mpod.kb.io"))
+    }
+
+    /// Issue 37 item 4 (docs/startup-order.md): a server started before the SidecarSet CRD is ready without
+    /// it; once the CRD is established, `/mutate-pod` injects within 10 s without a restart (and `mpod.kb.io`
+    /// is back in the configuration); when the CRD is removed while it runs, its cache goes, readiness stops
+    /// waiting for it, the webhook is taken out of the configuration, and pods are created without it. The
+    /// replica stays ready throughout.
+    fn crds_follow(&self) -> Outcome {
+        self.install_configurations(Mode::SelfManagedUrl)?;
+        self.plane.kubectl(
+            &["delete", "crd", "sidecarsets.apps.kruise.io", "--wait"],
+            None,
+        )?;
+        let mut replica = self.start(Mode::SelfManagedUrl, Ipv4Addr::LOCALHOST, "crds");
+        replica.wait_ready(READY_WITHIN)?;
+        let ready = |replica: &Replica, when: &str| -> Result<String, String> {
+            match replica.readyz() {
+                Some((200, body)) => Ok(body),
+                other => Err(format!("not ready {when}: {other:?}")),
+            }
+        };
+        let body = ready(&replica, "without the CRD")?;
+        if body.contains("sidecarsets") {
+            return Err(format!(
+                "readiness waits for SidecarSets without their CRD:\n{body}"
+            ));
+        }
+        wait_for("mpod.kb.io out of the configuration", ACT_WITHIN, || {
+            (!self.has_mpod()?)
+                .then_some(())
+                .ok_or_else(|| "still there".to_owned())
+        })?;
+        let established = self.apply_sidecar_set_crd()?;
+        self.plane.apply(&[
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": "late"},
+            "spec": {"selector": {"matchLabels": {"app": "late"}},
+                     "containers": [{"name": "late-agent", "image": "agent:1"}]}}),
+        ])?;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "late-0", "namespace": "web", "labels": {"app": "late"}},
+            "spec": {"automountServiceAccountToken": false, "containers": [{"name": "app", "image": "app:1"}]}});
+        wait_for(
+            "a pod injected by the late SidecarSet",
+            READY_WITHIN,
+            || {
+                let out = self.plane.kubectl(
+                    &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                    Some(&pod.to_string()),
+                )?;
+                out.contains("late-agent")
+                    .then_some(())
+                    .ok_or_else(|| "not injected".to_owned())
+            },
+        )
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 10)))?;
+        let injecting = established.elapsed();
+        if !self.has_mpod()? {
+            return Err("mpod.kb.io not back in the configuration".into());
+        }
+        let body = ready(&replica, "with the CRD")?;
+        let body = if body == "ok" {
+            replica.readyz().map(|(_, b)| b).unwrap_or_default()
+        } else {
+            body
+        };
+        if !body.contains("sidecarsets.apps.kruise.io ok") && body != "ok" {
+            return Err(format!(
+                "readiness does not name the SidecarSet cache:\n{body}"
+            ));
+        }
+        // Removed while it runs.
+        self.plane.kubectl(
+            &["delete", "crd", "sidecarsets.apps.kruise.io", "--wait"],
+            None,
+        )?;
+        wait_for(
+            "the SidecarSet cache gone from readiness",
+            READY_WITHIN,
+            || {
+                let body = ready(&replica, "after the CRD was removed")?;
+                (!body.contains("sidecarsets")).then_some(()).ok_or(body)
+            },
+        )?;
+        wait_for(
+            "mpod.kb.io out of the configuration again",
+            ACT_WITHIN,
+            || {
+                (!self.has_mpod()?)
+                    .then_some(())
+                    .ok_or_else(|| "still there".to_owned())
+            },
+        )?;
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))
+            .map_err(|e| format!("a pod create without the SidecarSet CRD: {e}"))?;
+        // Back for the scenarios after this one.
+        self.apply_sidecar_set_crd()?;
+        wait_for("mpod.kb.io back", ACT_WITHIN, || {
+            self.has_mpod()?
+                .then_some(())
+                .ok_or_else(|| "not yet".to_owned())
+        })?;
+        ready(&replica, "at the end")?;
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "injecting {:.1} s after the SidecarSet CRD was established; removed and re-added while ready",
+            injecting.as_secs_f64()
+        ))
     }
 }
 

@@ -54,6 +54,25 @@ where
     feed: broadcast::Sender<Change<K>>,
     indexes: Indexes<K>,
     sync: Arc<SyncState>,
+    watching: Arc<Watching>,
+}
+
+/// The task of a store's watch, ended when the last handle of the store goes (a kind no longer served:
+/// docs/startup-order.md), so that no watch outlives everything that reads it.
+#[derive(Default)]
+struct Watching(Mutex<Option<tokio::task::AbortHandle>>);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .0
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+    }
 }
 
 /// The indexes of a store, by name (registered by readers, kept by the publisher).
@@ -70,6 +89,7 @@ where
             feed: self.feed.clone(),
             indexes: self.indexes.clone(),
             sync: self.sync.clone(),
+            watching: self.watching.clone(),
         }
     }
 }
@@ -174,6 +194,7 @@ where
             feed: feed.clone(),
             indexes: indexes.clone(),
             sync: sync.clone(),
+            watching: Arc::default(),
         };
         let publisher = Self {
             writer,
@@ -274,7 +295,7 @@ where
 {
     let (mut publisher, shared) = Publisher::new(dyntype.clone());
     let events = watcher(api, config).default_backoff().modify(strip);
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {
             match event {
@@ -299,6 +320,11 @@ where
             }
         }
     });
+    *shared
+        .watching
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(task.abort_handle());
     shared
 }
 

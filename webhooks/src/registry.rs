@@ -64,7 +64,7 @@ pub enum RequiredKind {
 }
 
 /// Which required kinds the cluster serves (discovery at start-up; always all of them standalone).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Served {
     /// The SidecarSet CRD is served.
     pub sidecar_sets: bool,
