@@ -82,6 +82,7 @@ fn main() {
         ("sidecarset_in_place_update", |c| {
             c.sidecarset_in_place_update()
         }),
+        ("sidecarset_hot_upgrade_flip", |c| c.hot_upgrade()),
         ("forbidden_pod_update_is_reported", |c| {
             c.forbidden_pod_update_is_reported()
         }),
@@ -1611,6 +1612,135 @@ impl Cluster<'_> {
             "injecting {:.1} s after the SidecarSet CRD was established; removed and re-added while ready",
             injecting.as_secs_f64()
         ))
+    }
+}
+
+impl Cluster<'_> {
+    /// Reports `pod`'s containers as a kubelet would: running and ready, each with the image its spec names
+    /// now and an imageID of that image (a container restarted on a new image gets a new imageID).
+    fn report_running(&self, namespace: &str, pod: &str) -> Result<(), String> {
+        let current = self.get("pod", Some(namespace), pod)?;
+        let statuses: Vec<Value> = current["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let image = c["image"].as_str().unwrap_or_default();
+                json!({"name": c["name"], "image": image, "ready": true, "started": true, "restartCount": 0,
+                    "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                    "imageID": format!("docker-pullable://{}@sha256:{:x}", image, image.len() * 7919)})
+            })
+            .collect();
+        let status = json!({"status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"},
+                {"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"}],
+            "containerStatuses": statuses}});
+        self.plane
+            .kubectl(
+                &[
+                    "patch",
+                    "pod",
+                    pod,
+                    "-n",
+                    namespace,
+                    "--subresource=status",
+                    "--type=merge",
+                    "-p",
+                    &status.to_string(),
+                ],
+                None,
+            )
+            .map(drop)
+    }
+
+    /// The image of container `name` of `pod`.
+    fn image_of(&self, namespace: &str, pod: &str, name: &str) -> Result<String, String> {
+        let pod = self.get("pod", Some(namespace), pod)?;
+        pod["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == name)
+            .and_then(|c| c["image"].as_str().map(str::to_owned))
+            .ok_or_else(|| format!("no container {name}"))
+    }
+
+    /// Issue 37: the SidecarSet hot upgrade (spec/sidecarset.md §6): a pod is injected with the two copies
+    /// (`agent-1` working on `agent:1`, `agent-2` on the empty image); a new image goes in place to the empty
+    /// copy, which becomes the working one; once it runs, the old copy is flipped to the empty image.
+    fn hot_upgrade(&self) -> Outcome {
+        let replica = self.serving(None, "hot-upgrade")?;
+        let name = "hot";
+        self.plane.apply(&[json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "shop"}},
+                     "updateStrategy": {"type": "RollingUpdate", "maxUnavailable": 1},
+                     "containers": [{"name": "agent", "image": "agent:1",
+                        "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}}]}})])?;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "hot-0", "namespace": "shop", "labels": {"app": name}},
+            "spec": {"nodeName": "node-4", "automountServiceAccountToken": false,
+                     "containers": [{"name": "app", "image": "app:1"}]}});
+        wait_for("the hot SidecarSet injects", ACT_WITHIN, || {
+            let out = self.plane.kubectl(
+                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                Some(&pod.to_string()),
+            )?;
+            out.contains("agent-2")
+                .then_some(())
+                .ok_or_else(|| "not yet".to_owned())
+        })?;
+        self.plane
+            .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
+        let (one, two) = (
+            self.image_of("shop", "hot-0", "agent-1")?,
+            self.image_of("shop", "hot-0", "agent-2")?,
+        );
+        if (one.as_str(), two.as_str()) != ("agent:1", "empty:1") {
+            return Err(format!("injected agent-1={one} agent-2={two}"));
+        }
+        self.report_running("shop", "hot-0")?;
+        self.plane.kubectl(
+            &[
+                "patch",
+                "sidecarset",
+                name,
+                "--type=json",
+                "-p",
+                r#"[{"op":"replace","path":"/spec/containers/0/image","value":"agent:2"}]"#,
+            ],
+            None,
+        )?;
+        wait_for(
+            "agent:2 in place on the empty copy agent-2",
+            ACT_WITHIN,
+            || {
+                let image = self.image_of("shop", "hot-0", "agent-2")?;
+                (image == "agent:2").then_some(()).ok_or(image)
+            },
+        )
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 10)))?;
+        let working = |want: &str| -> Result<(), String> {
+            let pod = self.get("pod", Some("shop"), "hot-0")?;
+            let map =
+                pod["metadata"]["annotations"]["kruise.io/sidecarset-working-hotupgrade-container"]
+                    .clone();
+            (map == json!(format!("{{\"agent\":\"{want}\"}}")))
+                .then_some(())
+                .ok_or_else(|| map.to_string())
+        };
+        working("agent-2")?;
+        // The new copy runs (kubelet restarted it on agent:2): the old one is flipped to the empty image.
+        self.report_running("shop", "hot-0")?;
+        wait_for("agent-1 flipped to the empty image", ACT_WITHIN, || {
+            let image = self.image_of("shop", "hot-0", "agent-1")?;
+            (image == "empty:1").then_some(()).ok_or(image)
+        })
+        .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 10)))?;
+        working("agent-2")?;
+        replica.stop(STOP_WITHIN)?;
+        Ok("agent:2 in place on agent-2, then agent-1 flipped to empty:1".into())
     }
 }
 
