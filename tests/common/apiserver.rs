@@ -76,6 +76,12 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "clonesets",
         "CloneSetList",
     ),
+    // The CRDs the server follows (docs/startup-order.md).
+    (
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "",
+        "CustomResourceDefinitionList",
+    ),
 ];
 
 /// `<resource>.<group>` of a collection path, for the API server's texts.
@@ -642,6 +648,13 @@ impl StandIn {
             .get(collection)
             .map(|c| c.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Deletes a stored object (watchers see it go), as another client would. False when there is none.
+    pub fn remove(&self, kind: &str, namespace: &str, name: &str) -> bool {
+        let collection = Self::collection_of(&json!({"kind": kind}));
+        let key = (namespace.to_owned(), name.to_owned());
+        self.delete(collection, key).status() == StatusCode::OK
     }
 
     /// Edits a stored object in place, as a kubelet or another controller would (one atomic write, a new
