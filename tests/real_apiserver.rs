@@ -882,6 +882,32 @@ impl Cluster<'_> {
             "vcustomresourcedefinition.kb.io",
             always,
         )?;
+        // A Kruise CRD labelled Cascading while a custom resource of it lives (the seeded PersistentPodState
+        // shop/db): the live LIST of its resources counts it.
+        self.plane.kubectl(
+            &[
+                "label",
+                "crd",
+                "persistentpodstates.apps.kruise.io",
+                &format!("{label}=Cascading"),
+            ],
+            None,
+        )?;
+        let cascading = self.refused_deletion(
+            &["crd", "persistentpodstates.apps.kruise.io"],
+            "vcustomresourcedefinition.kb.io",
+            "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and active CRs 1>0",
+        );
+        self.plane.kubectl(
+            &[
+                "label",
+                "crd",
+                "persistentpodstates.apps.kruise.io",
+                &format!("{label}-"),
+            ],
+            None,
+        )?;
+        cascading?;
         // Counted (at least once: the API server may call a webhook again for one request).
         let (_, metrics) = envtest::http_get(replica.metrics, "/metrics").unwrap_or_default();
         for series in [
@@ -908,7 +934,7 @@ impl Cluster<'_> {
                 .kubectl(&["label", kind, name, &format!("{label}-")], None)?;
         }
         replica.stop(STOP_WITHIN)?;
-        Ok("namespace Always, namespace Cascading with a pod, Deployment Cascading with replicas, CRD Always refused; scaled to zero allowed".into())
+        Ok("namespace Always, namespace Cascading with a pod, Deployment Cascading with replicas, CRD Always, CRD Cascading with a live CR refused; scaled to zero allowed".into())
     }
 
     /// Issue 37: `/convert` through the API server: a SidecarSet created as `v1alpha1` is stored as
