@@ -467,13 +467,7 @@ impl Cluster<'_> {
                      "containers": [{"name": "app", "image": "app:1"}]},
         });
         wait_for("the SidecarSet injects at pod create", ACT_WITHIN, || {
-            let out = self.plane.kubectl(
-                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
-                Some(&pod.to_string()),
-            )?;
-            out.contains("\"agent:1\"")
-                .then_some(())
-                .ok_or_else(|| "no sidecar yet".to_owned())
+            self.plane.dry_run_shows(&pod, "\"agent:1\"")
         })?;
         self.plane
             .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;
@@ -1110,15 +1104,7 @@ impl Cluster<'_> {
         wait_for(
             "the pod webhook's cache has the SidecarSet",
             ACT_WITHIN,
-            || {
-                let out = self.plane.kubectl(
-                    &["create", "--dry-run=server", "-o", "json", "-f", "-"],
-                    Some(&pods[0].to_string()),
-                )?;
-                out.contains("log-agent")
-                    .then_some(())
-                    .ok_or_else(|| "not injected yet".to_owned())
-            },
+            || self.plane.dry_run_shows(&pods[0], "log-agent"),
         )?;
         for pod in &pods {
             self.plane
@@ -1292,20 +1278,7 @@ impl Cluster<'_> {
                 "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:01:00Z"}}},
             {"name": "log", "image": "agent:1", "imageID": "docker-pullable://agent@sha256:1", "ready": true,
              "started": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
-        self.plane.kubectl(
-            &[
-                "patch",
-                "pod",
-                "job-0",
-                "-n",
-                "batch",
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &status.to_string(),
-            ],
-            None,
-        )?;
+        self.plane.write_pod_status("batch", "job-0", &status)?;
         let crr = format!("sidecar-termination-{uid}");
         let found = wait_for("the sidecar terminator's CRR", ACT_WITHIN, || {
             self.get(
@@ -1384,20 +1357,7 @@ impl Cluster<'_> {
                 })
                 .collect();
             let status = json!({"status": {"phase": "Pending", "containerStatuses": statuses}});
-            self.plane.kubectl(
-                &[
-                    "patch",
-                    "pod",
-                    "ordered",
-                    "-n",
-                    "web",
-                    "--subresource=status",
-                    "--type=merge",
-                    "-p",
-                    &status.to_string(),
-                ],
-                None,
-            )
+            self.plane.write_pod_status("web", "ordered", &status)
         };
         barrier(&["p_0"])?;
         report(&["a"])?;
@@ -1574,15 +1534,7 @@ impl Cluster<'_> {
         wait_for(
             "a pod injected by the late SidecarSet",
             READY_WITHIN,
-            || {
-                let out = self.plane.kubectl(
-                    &["create", "--dry-run=server", "-o", "json", "-f", "-"],
-                    Some(&pod.to_string()),
-                )?;
-                out.contains("late-agent")
-                    .then_some(())
-                    .ok_or_else(|| "not injected".to_owned())
-            },
+            || self.plane.dry_run_shows(&pod, "late-agent"),
         )
         .map_err(|e| format!("{e}\n{}", envtest::server_log(&replica.log, 10)))?;
         let injecting = established.elapsed();
@@ -1662,20 +1614,7 @@ impl Cluster<'_> {
                 {"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"}],
             "containerStatuses": statuses}});
         self.plane
-            .kubectl(
-                &[
-                    "patch",
-                    "pod",
-                    pod,
-                    "-n",
-                    namespace,
-                    "--subresource=status",
-                    "--type=merge",
-                    "-p",
-                    &status.to_string(),
-                ],
-                None,
-            )
+            .write_pod_status(namespace, pod, &status)
             .map(drop)
     }
 
@@ -1709,13 +1648,7 @@ impl Cluster<'_> {
             "spec": {"nodeName": "node-4", "automountServiceAccountToken": false,
                      "containers": [{"name": "app", "image": "app:1"}]}});
         wait_for("the hot SidecarSet injects", ACT_WITHIN, || {
-            let out = self.plane.kubectl(
-                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
-                Some(&pod.to_string()),
-            )?;
-            out.contains("agent-2")
-                .then_some(())
-                .ok_or_else(|| "not yet".to_owned())
+            self.plane.dry_run_shows(&pod, "agent-2")
         })?;
         self.plane
             .kubectl(&["create", "-f", "-"], Some(&pod.to_string()))?;

@@ -423,6 +423,49 @@ impl ControlPlane {
         })
     }
 
+    /// Writes `status` (a merge patch's `{"status": ...}`) to pod `namespace/name` through the status
+    /// subresource, as a kubelet does.
+    ///
+    /// # Errors
+    /// A refused write.
+    pub fn write_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: &Value,
+    ) -> Result<(), String> {
+        self.kubectl(
+            &[
+                "patch",
+                "pod",
+                name,
+                "-n",
+                namespace,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &status.to_string(),
+            ],
+            None,
+        )
+        .map(drop)
+    }
+
+    /// Whether a server-side dry run of creating `object` comes back containing `marker` (what a webhook
+    /// that mutates it added, once its caches have what it needs).
+    ///
+    /// # Errors
+    /// The dry run refused, or the marker absent.
+    pub fn dry_run_shows(&self, object: &Value, marker: &str) -> Result<(), String> {
+        let out = self.kubectl(
+            &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+            Some(&object.to_string()),
+        )?;
+        out.contains(marker)
+            .then_some(())
+            .ok_or_else(|| format!("{marker} not in the dry run yet"))
+    }
+
     /// What a kubelet would do for the pods of `namespace` matching `selector`: binds each unbound one to a
     /// Node (round robin over `node-0`..`node-11`), and reports each not yet running as running and ready
     /// through the status subresource (every container started and ready). Returns the pods' names.
@@ -475,20 +518,7 @@ impl ControlPlane {
                     "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"},
                         {"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"}],
                     "containerStatuses": statuses}});
-                self.kubectl(
-                    &[
-                        "patch",
-                        "pod",
-                        &name,
-                        "-n",
-                        namespace,
-                        "--subresource=status",
-                        "--type=merge",
-                        "-p",
-                        &status.to_string(),
-                    ],
-                    None,
-                )?;
+                self.write_pod_status(namespace, &name, &status)?;
             }
             names.push(name);
         }
