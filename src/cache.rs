@@ -21,7 +21,6 @@ pub mod workloadspreads;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use std::collections::BTreeMap;
@@ -246,6 +245,19 @@ impl LiveCache {
         }));
         sync::report(&cache.sync_states());
         cache
+    }
+
+    /// Resolves once every cache readiness waits for is synced ([`Cluster::synced`]), without polling.
+    pub fn ready(&self) -> impl Future<Output = ()> + Send + use<> {
+        let stores: Vec<_> = self.sync_states().iter().map(|s| s.ready()).collect();
+        let stores = futures::future::join_all(stores);
+        let sidecars = self.sidecars.as_ref().map(SidecarSetCache::ready);
+        async move {
+            stores.await;
+            if let Some(sidecars) = sidecars {
+                sidecars.await;
+            }
+        }
     }
 
     /// The sync state of every store readiness waits for: namespaces, pods, claims, and the SidecarSets,
@@ -705,14 +717,15 @@ pub struct SidecarSetCache {
     index: Arc<std::sync::RwLock<SidecarSetIndex>>,
     sets: Shared<SidecarSet>,
     revisions: Shared<SlimRevision>,
-    synced: Arc<AtomicBool>,
+    /// True once the candidate index is built from the first list of SidecarSets (after the store has it).
+    index_listed: tokio::sync::watch::Receiver<bool>,
 }
 
 impl SidecarSetCache {
     /// Watches every SidecarSet and the ControllerRevisions of `kruise_namespace`.
     pub fn start(client: &Client, kruise_namespace: &str) -> Self {
         let index = Arc::new(std::sync::RwLock::new(SidecarSetIndex::default()));
-        let (index_synced, mut index_listed) = tokio::sync::watch::channel(false);
+        let (index_synced, index_listed) = tokio::sync::watch::channel(false);
         let writer_index = index.clone();
         let sets = shared::watch(
             Api::<SidecarSet>::all(client.clone()),
@@ -746,20 +759,11 @@ impl SidecarSetCache {
             shared::strip_unread_metadata,
             |_, _| {},
         );
-        let synced = Arc::new(AtomicBool::new(false));
-        let (revisions_ready, all_synced) = (revisions.ready(), synced.clone());
-        tokio::spawn(async move {
-            let _ = futures::join!(revisions_ready, async {
-                index_listed.wait_for(|listed| *listed).await.is_ok()
-            });
-            all_synced.store(true, Ordering::Release);
-            tracing::info!("SidecarSet caches synced");
-        });
         Self {
             index,
             sets,
             revisions,
-            synced,
+            index_listed,
         }
     }
 
@@ -778,9 +782,22 @@ impl SidecarSetCache {
         self.index.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// True once SidecarSets and ControllerRevisions are listed.
+    /// True once SidecarSets (their candidate index built) and ControllerRevisions are listed.
     pub fn synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire)
+        self.revisions.synced() && *self.index_listed.borrow()
+    }
+
+    /// Resolves once [`SidecarSetCache::synced`] is true (pending for good if the watch is gone).
+    pub fn ready(&self) -> impl Future<Output = ()> + Send + use<> {
+        let (revisions, mut index_listed) = (self.revisions.ready(), self.index_listed.clone());
+        async move {
+            let index = async move {
+                if index_listed.wait_for(|listed| *listed).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            futures::join!(revisions, index);
+        }
     }
 }
 

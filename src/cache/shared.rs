@@ -133,7 +133,7 @@ where
     }
 
     /// Resolves once the store has its first list (any number of waiters: module docs).
-    pub fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn ready(&self) -> impl Future<Output = ()> + Send + use<K> {
         self.sync.ready()
     }
 

@@ -54,7 +54,7 @@ impl SyncState {
     }
 
     /// Resolves once the store has had its first list (any number of waiters).
-    pub fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn ready(&self) -> impl Future<Output = ()> + Send + use<> {
         let mut listed = self.listed.subscribe();
         async move {
             // The sender lives as long as this state, which the receiver does not keep: if the state is

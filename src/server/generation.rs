@@ -7,7 +7,6 @@
 //! election the server runs for all of them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use axum::Router;
@@ -113,9 +112,6 @@ pub struct Follow {
     pub routers: fn(&AppState) -> (Router, Router),
 }
 
-/// How often a generation being built is looked at for its caches' sync.
-const SYNC_POLL: Duration = Duration::from_millis(50);
-
 /// Follows `crds` from `kinds` (the kinds `state`'s generation serves): builds a generation for each
 /// change, swaps it in once synced, and restarts the controllers on it.
 pub fn follow(
@@ -137,16 +133,14 @@ pub fn follow(
                 next.cluster = Cluster::Live(cache.clone());
                 next.served = wanted.served;
                 // The previous generation answers until this one is synced; a newer change starts over.
-                while !next.cluster.synced() {
-                    tokio::select! {
-                        () = tokio::time::sleep(SYNC_POLL) => {}
-                        changed = crds.changed() => {
-                            if changed.is_err() {
-                                return;
-                            }
-                            wanted = *crds.borrow_and_update();
-                            continue 'build;
+                tokio::select! {
+                    () = cache.ready() => {}
+                    changed = crds.changed() => {
+                        if changed.is_err() {
+                            return;
                         }
+                        wanted = *crds.borrow_and_update();
+                        continue 'build;
                     }
                 }
                 let (tls, plain) = (follow.routers)(&next);
