@@ -483,30 +483,14 @@ impl Cluster<'_> {
         let name = "inplace";
         self.sidecar_set_with_a_running_pod(name)?;
         let t = Instant::now();
-        self.plane.kubectl(
-            &[
-                "patch",
-                "sidecarset",
-                name,
-                "--type=json",
-                "-p",
-                r#"[{"op":"replace","path":"/spec/containers/0/image","value":"agent:2"}]"#,
-            ],
-            None,
-        )?;
+        self.set_sidecar_image(name, "agent:2")?;
         let pod = format!("{name}-0");
         wait_for(
             "the pod's sidecar updated in place to agent:2",
             ACT_WITHIN,
             || {
-                let pod = self.get("pod", Some("shop"), &pod)?;
-                let image = pod["spec"]["containers"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|c| c["name"] == "agent")
-                    .map(|c| c["image"].clone());
-                (image == Some(json!("agent:2")))
+                let image = self.image_of("shop", &pod, "agent")?;
+                (image == "agent:2")
                     .then_some(())
                     .ok_or_else(|| format!("agent image {image:?}"))
             },
@@ -543,17 +527,7 @@ impl Cluster<'_> {
         let replica = self.serving(Some(identity), "no-pod-update")?;
         let name = "forbidden";
         self.sidecar_set_with_a_running_pod(name)?;
-        self.plane.kubectl(
-            &[
-                "patch",
-                "sidecarset",
-                name,
-                "--type=json",
-                "-p",
-                r#"[{"op":"replace","path":"/spec/containers/0/image","value":"agent:2"}]"#,
-            ],
-            None,
-        )?;
+        self.set_sidecar_image(name, "agent:2")?;
         let event = wait_for(
             "a Warning event ReconcileFailed on the SidecarSet",
             ACT_WITHIN,
@@ -1618,6 +1592,24 @@ impl Cluster<'_> {
             .map(drop)
     }
 
+    /// Changes the image of SidecarSet `name`'s first container, as a user rolling out a new sidecar.
+    fn set_sidecar_image(&self, name: &str, image: &str) -> Result<(), String> {
+        let patch = json!([{"op": "replace", "path": "/spec/containers/0/image", "value": image}]);
+        self.plane
+            .kubectl(
+                &[
+                    "patch",
+                    "sidecarset",
+                    name,
+                    "--type=json",
+                    "-p",
+                    &patch.to_string(),
+                ],
+                None,
+            )
+            .map(drop)
+    }
+
     /// The image of container `name` of `pod`.
     fn image_of(&self, namespace: &str, pod: &str, name: &str) -> Result<String, String> {
         let pod = self.get("pod", Some(namespace), pod)?;
@@ -1660,17 +1652,7 @@ impl Cluster<'_> {
             return Err(format!("injected agent-1={one} agent-2={two}"));
         }
         self.report_running("shop", "hot-0")?;
-        self.plane.kubectl(
-            &[
-                "patch",
-                "sidecarset",
-                name,
-                "--type=json",
-                "-p",
-                r#"[{"op":"replace","path":"/spec/containers/0/image","value":"agent:2"}]"#,
-            ],
-            None,
-        )?;
+        self.set_sidecar_image(name, "agent:2")?;
         wait_for(
             "agent:2 in place on the empty copy agent-2",
             ACT_WITHIN,
