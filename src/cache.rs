@@ -15,6 +15,7 @@ pub mod index;
 pub mod intern;
 pub mod shared;
 pub mod sync;
+pub mod versions;
 pub mod workloads;
 pub mod workloadspreads;
 
@@ -54,6 +55,7 @@ use kruise_webhooks::view::WorkloadSpreadView;
 use kruise_webhooks::workloadspread::whitelist::CustomWorkload;
 use shared::{Change, Shared};
 use sync::SyncState;
+use versions::{KruiseKind, Versions};
 use workloads::{ServedKinds, WorkloadStores, Workloads};
 
 pub use discovery::discover;
@@ -160,6 +162,8 @@ pub struct LiveStores {
     spread_whitelist: tokio::sync::OnceCell<Vec<CustomWorkload>>,
     /// Events of the PUB gate (`pub-controller`, as OpenKruise's webhook records them).
     budget_events: crate::events::Recorder,
+    /// The version each Kruise kind is read and written at.
+    versions: Versions,
 }
 
 impl std::ops::Deref for LiveCache {
@@ -184,6 +188,28 @@ where
         Api::all(client.clone()),
         (),
         config,
+        shared::strip_unread_metadata,
+        |_, _| {},
+    )
+}
+
+/// A shared store of every object of a Kruise kind `K` at the served `resource`, converted to `K`, without
+/// managedFields.
+pub fn watch_kruise<K>(client: &Client, resource: &ApiResource) -> Shared<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    shared::watch_served(
+        client,
+        None,
+        resource,
+        shared::whole_lists(),
         shared::strip_unread_metadata,
         |_, _| {},
     )
@@ -217,6 +243,27 @@ impl LiveCache {
         spreads: bool,
         workloads: Option<(ServedKinds, &str)>,
     ) -> Self {
+        Self::start_at(
+            client,
+            Versions::newest(),
+            sidecar_sets_in,
+            budgets,
+            spreads,
+            workloads,
+        )
+    }
+
+    /// [`LiveCache::start_all`] with the Kruise kinds read at `versions` (DECISIONS 25): every store of a
+    /// Kruise kind watches its served version and holds the objects converted to the webhooks' types.
+    pub fn start_at(
+        client: Client,
+        versions: Versions,
+        sidecar_sets_in: Option<&str>,
+        budgets: bool,
+        spreads: bool,
+        workloads: Option<(ServedKinds, &str)>,
+    ) -> Self {
+        let served = |kind: KruiseKind| versions.resource_or_newest(kind);
         let cache = Self(Arc::new(LiveStores {
             namespaces: watch_all(&client, shared::whole_lists()),
             pods: shared::watch(
@@ -227,8 +274,10 @@ impl LiveCache {
                 |_, _| {},
             ),
             claims: watch_all(&client, shared::paged_lists()),
-            sidecars: sidecar_sets_in.map(|ns| SidecarSetCache::start(&client, ns)),
-            budgets: budgets.then(|| watch_all(&client, shared::whole_lists())),
+            sidecars: sidecar_sets_in
+                .map(|ns| SidecarSetCache::start(&client, &served(KruiseKind::SidecarSet), ns)),
+            budgets: budgets
+                .then(|| watch_kruise(&client, &served(KruiseKind::PodUnavailableBudget))),
             workloads: workloads.map(|(served, kruise_namespace)| {
                 Workloads::new(
                     WorkloadStores::start(&client, served),
@@ -237,11 +286,12 @@ impl LiveCache {
                 )
             }),
             budget_copies: BudgetCopies::default(),
-            spreads: spreads.then(|| watch_all(&client, shared::whole_lists())),
+            spreads: spreads.then(|| watch_kruise(&client, &served(KruiseKind::WorkloadSpread))),
             spread_copies: SpreadCopies::default(),
             spread_whitelist: tokio::sync::OnceCell::new(),
             budget_events: crate::events::Recorder::new(client.clone(), "pub-controller"),
             client,
+            versions,
         }));
         sync::report(&cache.sync_states());
         cache
@@ -303,6 +353,23 @@ impl LiveCache {
     /// The workloads PUBs protect (their stores, and the API for other kinds), when PUBs are watched.
     pub fn workloads(&self) -> Option<&Workloads> {
         self.workloads.as_ref()
+    }
+
+    /// The version each Kruise kind is read and written at.
+    pub fn versions(&self) -> Versions {
+        self.versions
+    }
+
+    /// The requests of a Kruise kind `K` in `namespace` (cluster-scoped: `None`), at its served version.
+    pub fn served_api<K>(&self, kind: KruiseKind, namespace: Option<&str>) -> versions::ServedApi<K>
+    where
+        K: Resource<DynamicType = ()> + serde::Serialize + DeserializeOwned + std::fmt::Debug,
+    {
+        let resource = self.versions.resource_or_newest(kind);
+        match namespace {
+            Some(ns) => versions::ServedApi::namespaced(self.client.clone(), ns, &resource),
+            None => versions::ServedApi::all(self.client.clone(), &resource),
+        }
     }
 
     /// The client the caches watch with (status commits, events).
@@ -545,7 +612,10 @@ impl Cluster {
                 })
                 .map(|o| workloadspreads::decode(o))
                 .collect(),
-            Self::Live(c) => workloadspreads::list(&c.client, namespace, LIST_TIMEOUT).await,
+            Self::Live(c) => {
+                let resource = c.versions.resource_or_newest(KruiseKind::WorkloadSpread);
+                workloadspreads::list(&c.client, &resource, namespace, LIST_TIMEOUT).await
+            }
         }
     }
 
@@ -722,17 +792,18 @@ pub struct SidecarSetCache {
 }
 
 impl SidecarSetCache {
-    /// Watches every SidecarSet and the ControllerRevisions of `kruise_namespace`.
-    pub fn start(client: &Client, kruise_namespace: &str) -> Self {
+    /// Watches every SidecarSet (at the `served` version) and the ControllerRevisions of `kruise_namespace`.
+    pub fn start(client: &Client, served: &ApiResource, kruise_namespace: &str) -> Self {
         let index = Arc::new(std::sync::RwLock::new(SidecarSetIndex::default()));
         let (index_synced, index_listed) = tokio::sync::watch::channel(false);
         let writer_index = index.clone();
-        let sets = shared::watch(
-            Api::<SidecarSet>::all(client.clone()),
-            (),
+        let sets = shared::watch_served(
+            client,
+            None,
+            served,
             shared::whole_lists(),
             shared::strip_unread_metadata,
-            move |change, store| {
+            move |change: &Change<SidecarSet>, store: &reflector::Store<SidecarSet>| {
                 let mut index = writer_index.write().unwrap_or_else(|p| p.into_inner());
                 match change {
                     Change::Applied(set) => index.upsert(set.clone()),

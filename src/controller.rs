@@ -24,6 +24,7 @@ use tokio::sync::watch;
 
 use kruise_webhooks::registry::Served;
 
+use crate::cache::versions::KruiseKind;
 use crate::cache::{LiveCache, SidecarSetCache};
 use crate::config::ServeConfig;
 use crate::metrics::Metrics;
@@ -86,10 +87,13 @@ impl Controllers {
         // Controllers write through the leadership gate; the caches they read use `client`.
         let writer = leader::gated(client.clone(), leading.clone());
         let sidecar_sets = served.sidecar_sets.then(|| {
-            let sets = cache
-                .sidecar_set_cache()
-                .cloned()
-                .unwrap_or_else(|| SidecarSetCache::start(&client, &config.namespace));
+            let sets = cache.sidecar_set_cache().cloned().unwrap_or_else(|| {
+                SidecarSetCache::start(
+                    &client,
+                    &cache.versions().resource_or_newest(KruiseKind::SidecarSet),
+                    &config.namespace,
+                )
+            });
             let inputs = Inputs {
                 sidecar_sets: sets.set_store().clone(),
                 revisions: sets.revision_store().clone(),
@@ -100,7 +104,8 @@ impl Controllers {
                 writer.clone(),
                 inputs,
                 config.namespace.clone(),
-                sidecarset::UpgradeContext::new(writer.clone(), metrics.clone()),
+                sidecarset::UpgradeContext::new(writer.clone(), metrics.clone())
+                    .at(cache.versions()),
                 leading.clone(),
                 runtime::Settings::default(),
             )
@@ -118,7 +123,8 @@ impl Controllers {
                         config.gates.clone(),
                         cache.budget_copies().clone(),
                     )
-                    .with_metrics(metrics.clone()),
+                    .with_metrics(metrics.clone())
+                    .at(cache.versions()),
                     inputs,
                     Arc::new(k8s_openapi::jiff::Timestamp::now),
                     leading.clone(),
@@ -135,12 +141,11 @@ impl Controllers {
                 let inputs = workloadspread::Inputs {
                     // The pod webhooks' store when they keep one (the same gates and CRD), else its own.
                     spreads: cache.spread_store().cloned().unwrap_or_else(|| {
-                        crate::cache::shared::watch(
-                            kube::Api::all(client.clone()),
-                            (),
-                            crate::cache::shared::whole_lists(),
-                            crate::cache::shared::strip_unread_metadata,
-                            |_, _| {},
+                        crate::cache::watch_kruise(
+                            &client,
+                            &cache
+                                .versions()
+                                .resource_or_newest(KruiseKind::WorkloadSpread),
                         )
                     }),
                     pods: cache.pod_store().clone(),
@@ -148,7 +153,8 @@ impl Controllers {
                 };
                 Some(WorkloadSpreadController::start(
                     workloadspread::Context::new(writer.clone(), metrics.clone())
-                        .with_kruise_namespace(&config.namespace),
+                        .with_kruise_namespace(&config.namespace)
+                        .at(cache.versions()),
                     inputs,
                     Arc::new(k8s_openapi::jiff::Timestamp::now),
                     leading.clone(),
@@ -178,8 +184,15 @@ impl Controllers {
                 .enabled(kruise_webhooks::sidecar_terminator::GATE);
         let terminator = terminator_on.then(|| {
             sidecar_terminator::SidecarTerminatorController::start(
-                sidecar_terminator::Context::new(writer.clone(), metrics.clone()),
-                sidecar_terminator::Inputs::watch(&client, cache.pod_store().clone()),
+                sidecar_terminator::Context::new(writer.clone(), metrics.clone())
+                    .at(cache.versions()),
+                sidecar_terminator::Inputs::watch(
+                    &client,
+                    cache.pod_store().clone(),
+                    &cache
+                        .versions()
+                        .resource_or_newest(KruiseKind::ContainerRecreateRequest),
+                ),
                 Arc::new(k8s_openapi::jiff::Timestamp::now),
                 leading.clone(),
                 runtime::Settings::per_pod(),

@@ -154,38 +154,29 @@ const CRD_LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The kinds served as discovery says (when CRDs cannot be listed).
 async fn discovered_kinds(client: &kube::Client) -> crate::cache::crds::Kinds {
-    use crate::cache::discover;
-    crate::cache::crds::Kinds {
-        served: registry::Served {
-            sidecar_sets: discover(client, "apps.kruise.io/v1beta1", "sidecarsets").await,
-            pod_unavailable_budgets: discover(
-                client,
-                "policy.kruise.io/v1beta1",
-                "podunavailablebudgets",
-            )
-            .await,
-            workload_spreads: discover(client, "apps.kruise.io/v1beta1", "workloadspreads").await,
-            container_recreate_requests: discover(
-                client,
-                "apps.kruise.io/v1beta1",
-                "containerrecreaterequests",
-            )
-            .await,
-        },
-        workloads: crate::workload::ServedKinds::discover(client).await,
+    use crate::cache::versions::{KruiseKind, Versions};
+    let mut versions = Versions::default();
+    for kind in KruiseKind::ALL {
+        versions = versions.with(
+            kind,
+            crate::cache::discovery::served_version(client, kind).await,
+        );
     }
+    crate::cache::crds::Kinds::at(versions)
 }
 
-/// Says what is not registered for want of a CRD (until it comes: docs/startup-order.md).
+/// Says at which versions the Kruise kinds are read, and what is not registered for want of a CRD (until
+/// it comes: docs/startup-order.md).
 fn log_unserved(kinds: crate::cache::crds::Kinds) {
+    tracing::info!(served = ?kinds.versions.describe(), "Kruise kinds served (each read and written at the version shown)");
     if !kinds.served.sidecar_sets {
         tracing::warn!(
-            "SidecarSet CRD (apps.kruise.io/v1beta1) not served: /mutate-pod is not registered until it is"
+            "SidecarSet CRD (sidecarsets.apps.kruise.io, v1beta1 or v1alpha1) not served: /mutate-pod is not registered until it is"
         );
     }
     if !kinds.served.pod_unavailable_budgets {
         tracing::warn!(
-            "PodUnavailableBudget CRD (policy.kruise.io/v1beta1) not served: /validate-pod is not registered until it is"
+            "PodUnavailableBudget CRD (podunavailablebudgets.policy.kruise.io, v1beta1 or v1alpha1) not served: /validate-pod is not registered until it is"
         );
     }
 }

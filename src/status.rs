@@ -35,13 +35,14 @@
 //!
 //! Without an API server (`--objects`, `review`) intents are not performed: the verdict stands as decided.
 
+use crate::cache::versions::KruiseKind;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::{Metadata, NamespaceResourceScope};
-use kube::api::{Api, PostParams};
+use kube::api::PostParams;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -249,6 +250,8 @@ trait Recorded:
             .store()
             .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace))
     }
+    /// The Kruise kind, whose served version is written.
+    const KRUISE_KIND: KruiseKind;
     /// The object an intent writes, if the intent is of this kind.
     fn written_by(intent: StatusIntent) -> Option<Self>;
     /// Names the kind a status PUT names, at the stored version (whatever the copy read says).
@@ -256,6 +259,7 @@ trait Recorded:
 }
 
 impl Recorded for PodUnavailableBudget {
+    const KRUISE_KIND: KruiseKind = KruiseKind::PodUnavailableBudget;
     fn copies(cache: &LiveCache) -> &Copies<Self> {
         cache.budget_copies()
     }
@@ -275,6 +279,7 @@ impl Recorded for PodUnavailableBudget {
 }
 
 impl Recorded for WorkloadSpread {
+    const KRUISE_KIND: KruiseKind = KruiseKind::WorkloadSpread;
     fn copies(cache: &LiveCache) -> &Copies<Self> {
         cache.spread_copies()
     }
@@ -445,11 +450,17 @@ async fn put_status<K: Recorded>(
         #[serde(rename = "resourceVersion")]
         resource_version: Option<String>,
     }
-    let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
-    let mut request =
-        kube::core::Request::new(<K as kube::Resource>::url_path(&(), Some(namespace)))
-            .replace_subresource("status", name, &PostParams::default(), body)
-            .map_err(kube::Error::BuildRequest)?;
+    // At the version the cluster serves (DECISIONS 25): a status PUT changes the status alone, whatever
+    // else the converted body says.
+    let resource = cache.versions().resource_or_newest(K::KRUISE_KIND);
+    let body = crate::cache::versions::encode(object, &resource)
+        .and_then(|value| serde_json::to_vec(&value).map_err(|e| e.to_string()))
+        .map_err(|e| kube::Error::Service(e.into()))?;
+    let mut request = kube::core::Request::new(
+        <kube::api::DynamicObject as kube::Resource>::url_path(&resource, Some(namespace)),
+    )
+    .replace_subresource("status", name, &PostParams::default(), body)
+    .map_err(kube::Error::BuildRequest)?;
     request.extensions_mut().insert("replace_status");
     let answer: Answer = cache.client().request(request).await?;
     Ok(answer.metadata.resource_version)
@@ -495,7 +506,7 @@ async fn write_group<K: Recorded>(
     };
     let sent = object.metadata().resource_version.clone();
     let (namespace, name) = target.key();
-    let api: Api<K> = Api::namespaced(cache.client().clone(), namespace);
+    let api = cache.served_api::<K>(K::KRUISE_KIND, Some(namespace));
     let written = if watched_newer::<K>(&cache, target.key(), sent.as_deref()) == Some(true) {
         // The watch already shows a newer version (another replica's write, the controller's): this write
         // can only conflict. Its members decide again on that version at once, without spending a write.

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use kruise_webhooks::registry::Served;
 
 use super::shared::{self, Shared};
+use super::versions::{KruiseKind, Versions};
 use super::workloads::ServedKinds;
 
 /// What the cluster serves of the kinds this server knows.
@@ -22,68 +23,62 @@ pub struct Kinds {
     pub served: Served,
     /// The optional workload kinds PUBs and WorkloadSpreads walk through.
     pub workloads: ServedKinds,
+    /// The version each Kruise kind is read, watched and written at (DECISIONS 25).
+    pub versions: Versions,
 }
 
 impl Kinds {
-    /// The kinds served according to `crds`.
+    /// The kinds served according to `crds`: each Kruise kind at the newest version it serves of those
+    /// this server knows.
     pub fn of<'a>(crds: impl IntoIterator<Item = &'a CustomResourceDefinition>) -> Self {
         let crds: Vec<&CustomResourceDefinition> = crds.into_iter().collect();
-        let serves = |name: &str, version: &str| {
-            crds.iter()
-                .any(|crd| crd.metadata.name.as_deref() == Some(name) && serving(crd, version))
-        };
+        let versions = KruiseKind::ALL
+            .iter()
+            .fold(Versions::default(), |versions, &kind| {
+                let name = kind.crd_name();
+                let crd = crds
+                    .iter()
+                    .find(|crd| crd.metadata.name.as_deref() == Some(name.as_str()));
+                let version = crd.and_then(|crd| {
+                    kind.known()
+                        .iter()
+                        .copied()
+                        .find(|v| serving(crd, v.as_str()))
+                });
+                versions.with(kind, version)
+            });
+        Self::at(versions)
+    }
+
+    /// The kinds served at `versions`.
+    pub fn at(versions: Versions) -> Self {
         Self {
             served: Served {
-                sidecar_sets: serves("sidecarsets.apps.kruise.io", "v1beta1"),
-                pod_unavailable_budgets: serves(
-                    "podunavailablebudgets.policy.kruise.io",
-                    "v1beta1",
-                ),
-                workload_spreads: serves("workloadspreads.apps.kruise.io", "v1beta1"),
-                container_recreate_requests: serves(
-                    "containerrecreaterequests.apps.kruise.io",
-                    "v1beta1",
-                ),
+                sidecar_sets: versions.serves(KruiseKind::SidecarSet),
+                pod_unavailable_budgets: versions.serves(KruiseKind::PodUnavailableBudget),
+                workload_spreads: versions.serves(KruiseKind::WorkloadSpread),
+                container_recreate_requests: versions.serves(KruiseKind::ContainerRecreateRequest),
             },
             workloads: ServedKinds {
-                clone_sets: serves("clonesets.apps.kruise.io", "v1alpha1"),
-                advanced_stateful_sets: serves("statefulsets.apps.kruise.io", "v1beta1"),
+                clone_sets: versions.serves(KruiseKind::CloneSet),
+                advanced_stateful_sets: versions.serves(KruiseKind::AdvancedStatefulSet),
             },
+            versions,
         }
     }
 
-    /// The kinds of `self` that `other` lacks, named as CRDs (for the log of a change).
-    pub fn missing_from(&self, other: &Self) -> Vec<&'static str> {
-        let (a, b) = (self, other);
-        [
-            (
-                a.served.sidecar_sets && !b.served.sidecar_sets,
-                "sidecarsets.apps.kruise.io",
-            ),
-            (
-                a.served.pod_unavailable_budgets && !b.served.pod_unavailable_budgets,
-                "podunavailablebudgets.policy.kruise.io",
-            ),
-            (
-                a.served.workload_spreads && !b.served.workload_spreads,
-                "workloadspreads.apps.kruise.io",
-            ),
-            (
-                a.served.container_recreate_requests && !b.served.container_recreate_requests,
-                "containerrecreaterequests.apps.kruise.io",
-            ),
-            (
-                a.workloads.clone_sets && !b.workloads.clone_sets,
-                "clonesets.apps.kruise.io",
-            ),
-            (
-                a.workloads.advanced_stateful_sets && !b.workloads.advanced_stateful_sets,
-                "statefulsets.apps.kruise.io",
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(missing, name)| missing.then_some(name))
-        .collect()
+    /// The kinds (at their versions) of `self` that `other` lacks or serves at another version, named as
+    /// `plural.group/version` (for the log of a change).
+    pub fn missing_from(&self, other: &Self) -> Vec<String> {
+        KruiseKind::ALL
+            .iter()
+            .filter_map(|&kind| match self.versions.of(kind) {
+                Some(v) if other.versions.of(kind) != Some(v) => {
+                    Some(format!("{}/{v}", kind.crd_name()))
+                }
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -150,6 +145,7 @@ pub fn watch(client: &Client) -> CrdWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::versions::Version;
 
     fn crd(name: &str, versions: &[(&str, bool)], established: bool) -> CustomResourceDefinition {
         serde_json::from_value(serde_json::json!({
@@ -165,7 +161,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kind_is_served_once_its_crd_is_established_and_serves_the_version_read() {
+    fn a_kind_is_served_at_the_newest_known_version_its_established_crd_serves() {
         let none = Kinds::of([]);
         assert_eq!(none, Kinds::default());
         let master = [
@@ -192,12 +188,44 @@ mod tests {
             false,
         )];
         assert!(!Kinds::of(&pending).served.sidecar_sets);
-        let alpha_only = [crd(
-            "sidecarsets.apps.kruise.io",
-            &[("v1alpha1", true), ("v1beta1", false)],
-            true,
-        )];
-        assert!(!Kinds::of(&alpha_only).served.sidecar_sets);
+        // OpenKruise 1.8's CRDs: v1alpha1 only (or v1beta1 listed but not served): served at v1alpha1.
+        let alpha_only = [
+            crd(
+                "sidecarsets.apps.kruise.io",
+                &[("v1alpha1", true), ("v1beta1", false)],
+                true,
+            ),
+            crd(
+                "podunavailablebudgets.policy.kruise.io",
+                &[("v1alpha1", true)],
+                true,
+            ),
+        ];
+        let released = Kinds::of(&alpha_only);
+        assert!(released.served.sidecar_sets && released.served.pod_unavailable_budgets);
+        assert_eq!(
+            released.versions.of(KruiseKind::SidecarSet),
+            Some(Version::V1alpha1)
+        );
+        assert_eq!(
+            released.versions.of(KruiseKind::PodUnavailableBudget),
+            Some(Version::V1alpha1)
+        );
+        assert_eq!(
+            kinds.versions.of(KruiseKind::SidecarSet),
+            Some(Version::V1beta1)
+        );
+        // A version change reads as the new one added and the old one gone.
+        assert_eq!(
+            released.missing_from(&kinds),
+            [
+                "sidecarsets.apps.kruise.io/v1alpha1",
+                "podunavailablebudgets.policy.kruise.io/v1alpha1"
+            ]
+        );
+        // A version this server does not know is not read.
+        let unknown = [crd("sidecarsets.apps.kruise.io", &[("v2", true)], true)];
+        assert!(!Kinds::of(&unknown).served.sidecar_sets);
         // Being deleted: not served.
         let mut deleting = crd("sidecarsets.apps.kruise.io", &[("v1beta1", true)], true);
         deleting.metadata.deletion_timestamp =
@@ -208,9 +236,9 @@ mod tests {
         assert_eq!(
             kinds.missing_from(&none),
             [
-                "sidecarsets.apps.kruise.io",
-                "podunavailablebudgets.policy.kruise.io",
-                "clonesets.apps.kruise.io"
+                "sidecarsets.apps.kruise.io/v1beta1",
+                "podunavailablebudgets.policy.kruise.io/v1beta1",
+                "clonesets.apps.kruise.io/v1alpha1"
             ]
         );
         assert!(none.missing_from(&kinds).is_empty());

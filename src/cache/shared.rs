@@ -30,7 +30,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::{Stream, StreamExt};
 use kube::Resource;
-use kube::api::Api;
+use kube::api::{Api, DynamicObject};
+use kube::core::ApiResource;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{Lookup, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -287,14 +288,80 @@ pub fn watch<K>(
     dyntype: K::DynamicType,
     config: watcher::Config,
     strip: fn(&mut K),
-    mut on_change: impl FnMut(&Change<K>, &Store<K>) + Send + 'static,
+    on_change: impl FnMut(&Change<K>, &Store<K>) + Send + 'static,
 ) -> Shared<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone + Send + Sync,
 {
-    let (mut publisher, shared) = Publisher::new(dyntype.clone());
     let events = watcher(api, config).default_backoff().modify(strip);
+    drive(events, dyntype, on_change)
+}
+
+/// [`watch`] for a Kruise kind `K` served at another version than `K`'s own (DECISIONS 25,
+/// [`super::versions`]): the objects of the served `resource` are converted to `K` as they arrive. An object
+/// that does not convert or decode is left out of the store with a WARN naming it (one bad object does not
+/// keep the whole store from its list, as a typed watch would).
+pub fn watch_served<K>(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    resource: &ApiResource,
+    config: watcher::Config,
+    strip: fn(&mut K),
+    on_change: impl FnMut(&Change<K>, &Store<K>) + Send + 'static,
+) -> Shared<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    };
+    let resource = resource.clone();
+    let decode = move |object: DynamicObject| -> Option<K> {
+        let decoded = serde_json::to_value(object)
+            .map_err(|e| e.to_string())
+            .and_then(|value| super::versions::decode::<K>(value, &resource));
+        match decoded {
+            Ok(mut object) => {
+                strip(&mut object);
+                Some(object)
+            }
+            Err(error) => {
+                tracing::warn!(resource = %resource.plural, %error, "object left out of the cache");
+                None
+            }
+        }
+    };
+    let events = watcher(api, config)
+        .default_backoff()
+        .filter_map(move |event| {
+            let event = match event {
+                Ok(watcher::Event::Apply(o)) => decode(o).map(|o| Ok(watcher::Event::Apply(o))),
+                Ok(watcher::Event::InitApply(o)) => {
+                    decode(o).map(|o| Ok(watcher::Event::InitApply(o)))
+                }
+                Ok(watcher::Event::Delete(o)) => decode(o).map(|o| Ok(watcher::Event::Delete(o))),
+                Ok(watcher::Event::Init) => Some(Ok(watcher::Event::Init)),
+                Ok(watcher::Event::InitDone) => Some(Ok(watcher::Event::InitDone)),
+                Err(e) => Some(Err(e)),
+            };
+            std::future::ready(event)
+        });
+    drive(events, (), on_change)
+}
+
+/// Feeds `events` into a new shared store (the task ends when the last [`Shared`] is dropped).
+fn drive<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    dyntype: K::DynamicType,
+    mut on_change: impl FnMut(&Change<K>, &Store<K>) + Send + 'static,
+) -> Shared<K>
+where
+    K: Resource + Clone + Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    let (mut publisher, shared) = Publisher::new(dyntype);
     let task = tokio::spawn(async move {
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {

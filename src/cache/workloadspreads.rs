@@ -1,5 +1,5 @@
 //! The WorkloadSpreads of a namespace, read live for the WorkloadSpread validator's conflict check
-//! (spec/workloadspread.md §7.1): a paged LIST at the storage version v1beta1, each page bounded in time. No
+//! (spec/workloadspread.md §7.1): a paged LIST at the served version (DECISIONS 25), each page bounded in time. No
 //! informer is kept for them: WorkloadSpread writes are rare, and OpenKruise lists too.
 
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kube::Client;
 use kube::api::{Api, ListParams};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::core::{ApiResource, DynamicObject};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -34,18 +34,18 @@ pub fn decode(value: &Value) -> Result<Arc<WorkloadSpread>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Every WorkloadSpread of `namespace`, 500 per page, each page within `timeout`.
+/// Every WorkloadSpread of `namespace` at the served `resource` (DECISIONS 25), 500 per page, each page
+/// within `timeout`; objects of another version than v1beta1 are converted.
 ///
 /// # Errors
 /// The API error (or the timeout) as text, or why an item does not decode.
 pub async fn list(
     client: &Client,
+    resource: &ApiResource,
     namespace: &str,
     timeout: Duration,
 ) -> Result<Vec<Arc<WorkloadSpread>>, String> {
-    let gvk = GroupVersionKind::gvk("apps.kruise.io", "v1beta1", "WorkloadSpread");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "workloadspreads");
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, resource);
     let mut all = Vec::new();
     let mut params = ListParams::default().limit(500);
     loop {
@@ -53,12 +53,12 @@ pub async fn list(
             .await
             .map_err(|_| format!("timed out after {}s", timeout.as_secs()))?
             .map_err(|e| e.to_string())?;
-        for item in &page.items {
-            let mut value = serde_json::to_value(item).map_err(|e| e.to_string())?;
-            // Items of a list may come without their own apiVersion and kind.
-            value["apiVersion"] = API_VERSION.into();
-            value["kind"] = "WorkloadSpread".into();
-            all.push(decode(&value)?);
+        for item in page.items {
+            let value = serde_json::to_value(item).map_err(|e| e.to_string())?;
+            // Items of a list may come without their own apiVersion and kind: those of the resource listed.
+            all.push(Arc::new(super::versions::decode::<WorkloadSpread>(
+                value, resource,
+            )?));
         }
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
@@ -70,17 +70,32 @@ pub async fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::versions::{KruiseKind, Version};
     use http::{Request, Response, StatusCode};
     use kube::client::Body;
     use serde_json::json;
 
     type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
+    fn beta() -> ApiResource {
+        KruiseKind::WorkloadSpread.api_resource(Version::V1beta1)
+    }
+
     async fn answer(handle: &mut Handle, want_query: &str, status: StatusCode, body: Value) {
+        answer_at(handle, "v1beta1", want_query, status, body).await;
+    }
+
+    async fn answer_at(
+        handle: &mut Handle,
+        version: &str,
+        want_query: &str,
+        status: StatusCode,
+        body: Value,
+    ) {
         let (request, send) = handle.next_request().await.expect("a request");
         assert_eq!(
             request.uri().path(),
-            "/apis/apps.kruise.io/v1beta1/namespaces/ns/workloadspreads"
+            format!("/apis/apps.kruise.io/{version}/namespaces/ns/workloadspreads")
         );
         let query = request.uri().query().unwrap_or("");
         assert!(query.contains(want_query), "{query}");
@@ -102,6 +117,7 @@ mod tests {
     async fn lists_every_page_at_v1beta1() {
         let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
         let client = Client::new(service, "default");
+        let resource = beta();
         let server = async {
             answer(
                 &mut handle,
@@ -122,7 +138,10 @@ mod tests {
             )
             .await;
         };
-        let (listed, ()) = tokio::join!(list(&client, "ns", Duration::from_secs(5)), server);
+        let (listed, ()) = tokio::join!(
+            list(&client, &resource, "ns", Duration::from_secs(5)),
+            server
+        );
         let listed = listed.unwrap();
         let names: Vec<(&str, &str)> = listed
             .iter()
@@ -144,9 +163,36 @@ mod tests {
             "reason": "Forbidden", "code": 403,
             "message": "workloadspreads.apps.kruise.io is forbidden: User \"x\" cannot list resource"});
         let server = answer(&mut handle, "limit=500", StatusCode::FORBIDDEN, forbidden);
-        let (listed, ()) = tokio::join!(list(&client, "ns", Duration::from_secs(5)), server);
+        let resource = beta();
+        let (listed, ()) = tokio::join!(
+            list(&client, &resource, "ns", Duration::from_secs(5)),
+            server
+        );
         let err = listed.unwrap_err();
         assert!(err.contains("cannot list resource"), "{err}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn lists_at_v1alpha1_where_only_that_is_served() {
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let client = Client::new(service, "default");
+        // Items without apiVersion: they are of the version listed, and converted from it.
+        let server = answer_at(
+            &mut handle,
+            "v1alpha1",
+            "limit=500",
+            StatusCode::OK,
+            json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpreadList",
+                "metadata": {}, "items": [{"metadata": {"name": "ws", "namespace": "ns"},
+                "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "subsets": [{"name": "a", "requiredNodeSelectorTerm":
+                        {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}]}}]}),
+        );
+        let alpha = KruiseKind::WorkloadSpread.api_resource(Version::V1alpha1);
+        let (listed, ()) =
+            tokio::join!(list(&client, &alpha, "ns", Duration::from_secs(5)), server);
+        let listed = listed.unwrap();
+        assert!(listed[0].spec.subsets[0].required_node_selector.is_some());
     }
 
     #[test]

@@ -40,6 +40,7 @@
 //! minutes after its last reconcile. 3 reconciles at once; failures retried after 1 s doubling to 5 min.
 //! Events are recorded as `podunavailablebudget-controller`.
 
+use crate::cache::versions::{KruiseKind, ServedApi, Versions};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -119,6 +120,8 @@ pub struct Context {
     copies: BudgetCopies,
     /// Failed reconciles: counted and told on the PUB.
     report: FailureReport,
+    /// The version PUBs are written at (DECISIONS 25).
+    versions: Versions,
 }
 
 impl Context {
@@ -141,7 +144,15 @@ impl Context {
             client,
             gates,
             copies,
+            versions: Versions::newest(),
         }
+    }
+
+    /// Writes PUBs at the version `versions` gives (default: the newest, as OpenKruise master serves).
+    #[must_use]
+    pub fn at(mut self, versions: Versions) -> Self {
+        self.versions = versions;
+        self
     }
 
     /// Counts failed reconciles in `metrics` (`controller_errors_total`; a fresh registry otherwise).
@@ -174,7 +185,11 @@ impl Context {
         message: &str,
     ) {
         let regarding = ObjectReference {
-            api_version: Some("policy.kruise.io/v1beta1".into()),
+            api_version: Some(
+                self.versions
+                    .resource_or_newest(KruiseKind::PodUnavailableBudget)
+                    .api_version,
+            ),
             kind: Some("PodUnavailableBudget".into()),
             namespace: budget.metadata.namespace.clone(),
             name: budget.metadata.name.clone(),
@@ -470,7 +485,12 @@ pub async fn reconcile(
         }
     };
     let vertical_scaling = ctx.gates.enabled(IN_PLACE_WORKLOAD_VERTICAL_SCALING);
-    let api: Api<PodUnavailableBudget> = Api::namespaced(ctx.client.clone(), namespace);
+    let api: ServedApi<PodUnavailableBudget> = ServedApi::namespaced(
+        ctx.client.clone(),
+        namespace,
+        &ctx.versions
+            .resource_or_newest(KruiseKind::PodUnavailableBudget),
+    );
     // The gate's spends of this PUB on this replica wait while the status is computed and written, so
     // the base below is not overtaken by one of them.
     let lock = ctx.copies.lock(&key);
@@ -484,8 +504,6 @@ pub async fn reconcile(
             return Ok(done);
         }
         let mut body = (*base).clone();
-        body.api_version = "policy.kruise.io/v1beta1".into();
-        body.kind = "PodUnavailableBudget".into();
         body.status = Some(computed.status.clone());
         match api
             .replace_status(name, &PostParams::default(), &body)

@@ -36,6 +36,9 @@
 //! (`--sidecarterminator-workers`' default); failures retried after 1 s doubling to 5 min. Events are
 //! recorded as `sidecarterminator-controller`.
 
+use crate::cache::versions::{KruiseKind, ServedApi, Versions};
+use kube::core::ApiResource;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -72,13 +75,14 @@ pub struct Inputs {
     pub pods: Shared<SlimPod>,
     /// Nodes, as far as read.
     pub nodes: Shared<SlimNode>,
-    /// ContainerRecreateRequests (`apps.kruise.io/v1beta1`).
+    /// ContainerRecreateRequests (as `apps.kruise.io/v1beta1`, whichever version is served).
     pub crrs: Shared<ContainerRecreateRequest>,
 }
 
 impl Inputs {
-    /// The webhooks' `pods`, and a Node and a CRR watch of the controller's own.
-    pub fn watch(client: &Client, pods: Shared<SlimPod>) -> Self {
+    /// The webhooks' `pods`, and a Node and a CRR watch of the controller's own, CRRs at the served
+    /// version (`crrs_served`).
+    pub fn watch(client: &Client, pods: Shared<SlimPod>, crrs_served: &ApiResource) -> Self {
         Self {
             pods,
             nodes: shared::watch(
@@ -89,9 +93,10 @@ impl Inputs {
                 |_| {},
                 |_, _| {},
             ),
-            crrs: shared::watch(
-                Api::all(client.clone()),
-                (),
+            crrs: shared::watch_served(
+                client,
+                None,
+                crrs_served,
                 shared::paged_lists(),
                 shared::strip_unread_metadata,
                 |_, _| {},
@@ -109,6 +114,8 @@ pub struct Context {
     report: FailureReport,
     /// CRRs created by this process and not yet seen in the store: (namespace, name) → when.
     created: Mutex<HashMap<(String, String), Instant>>,
+    /// The served CRR resource, created and deleted at that version (DECISIONS 25).
+    crrs: ApiResource,
 }
 
 impl Context {
@@ -124,7 +131,15 @@ impl Context {
             client,
             metrics,
             created: Mutex::default(),
+            crrs: Versions::newest().resource_or_newest(KruiseKind::ContainerRecreateRequest),
         }
+    }
+
+    /// Writes CRRs at the version `versions` gives (default: the newest).
+    #[must_use]
+    pub fn at(mut self, versions: Versions) -> Self {
+        self.crrs = versions.resource_or_newest(KruiseKind::ContainerRecreateRequest);
+        self
     }
 
     fn created(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Instant>> {
@@ -293,7 +308,8 @@ pub async fn reconcile(
     .flatten()
     .min();
     let pods: Api<SlimPod> = Api::namespaced(ctx.client.clone(), namespace);
-    let crrs: Api<ContainerRecreateRequest> = Api::namespaced(ctx.client.clone(), namespace);
+    let crrs: ServedApi<ContainerRecreateRequest> =
+        ServedApi::namespaced(ctx.client.clone(), namespace, &ctx.crrs);
     let api_error = |action: String| move |source| ReconcileError::Api { action, source };
     for action in plan.actions {
         match &action {
@@ -355,7 +371,7 @@ pub async fn reconcile(
                     }),
                     ..DeleteParams::default()
                 };
-                let result = crrs.delete(&crr, &params).await;
+                let result = crrs.raw().delete(&crr, &params).await;
                 ctx.metrics
                     .record_sidecar_terminator_action("crr_delete", result.is_ok());
                 ctx.created().remove(&(namespace.to_owned(), crr.clone()));

@@ -29,6 +29,9 @@
 //! After the status, [`upgrade`] rolls the SidecarSet's sidecars out to the running pods in place (§9
 //! "In-place update", §6.2 hot-upgrade flips): [`reconcile_and_upgrade`].
 
+use crate::cache::versions::{KruiseKind, ServedApi, Versions};
+use kube::core::ApiResource;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -319,17 +322,20 @@ async fn apply_revision_plan(
 }
 
 /// Writes `desired` unless the SidecarSet already reports it; true when written.
+/// The status is the same in both versions: a merge patch of it at the served version (`served`).
 async fn write_status(
     client: &Client,
+    served: &ApiResource,
     set: &SidecarSet,
     desired: &kruise_webhooks::api::sidecarset::SidecarSetStatus,
 ) -> Result<bool, ReconcileError> {
-    let api: Api<SidecarSet> = Api::all(client.clone());
+    let api: ServedApi<SidecarSet> = ServedApi::all(client.clone(), served);
     let name = set.name();
     let mut resource_version = set.metadata.resource_version.clone();
     for attempt in 1..=STATUS_ATTEMPTS {
         let body = json!({"metadata": {"resourceVersion": resource_version}, "status": desired});
         match api
+            .raw()
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&body))
             .await
         {
@@ -386,7 +392,8 @@ pub async fn reconcile(
     kruise_namespace: &str,
 ) -> Result<Reconciled, ReconcileError> {
     let pods = source.pods_injected_by(set.name());
-    reconcile_status(client, source, set, kruise_namespace, &pods)
+    let served = Versions::newest().resource_or_newest(KruiseKind::SidecarSet);
+    reconcile_status(client, source, set, kruise_namespace, &pods, &served)
         .await
         .map(|(done, _)| done)
 }
@@ -403,7 +410,15 @@ pub async fn reconcile_and_upgrade(
     ctx: &UpgradeContext,
 ) -> Result<(Reconciled, Upgraded), ReconcileError> {
     let pods = source.pods_injected_by(set.name());
-    let (done, matched) = reconcile_status(client, source, set, kruise_namespace, &pods).await?;
+    let (done, matched) = reconcile_status(
+        client,
+        source,
+        set,
+        kruise_namespace,
+        &pods,
+        &ctx.sidecar_sets,
+    )
+    .await?;
     // The pods updated now record the revision just registered (OpenKruise sets `sidecarSet.Status` to the
     // status it wrote before the update round), not the one the cached object still shows.
     let recorded = set
@@ -430,6 +445,7 @@ async fn reconcile_status(
     set: &SidecarSet,
     kruise_namespace: &str,
     pods: &[Arc<SlimPod>],
+    served: &ApiResource,
 ) -> Result<(Reconciled, Vec<Arc<SlimPod>>), ReconcileError> {
     let matched =
         status::matching_pods(set, pods, |ns| source.namespace_labels(ns)).map_err(|reason| {
@@ -450,7 +466,7 @@ async fn reconcile_status(
         apply_revision_plan(client, set, kruise_namespace, plan, &mut revision_writes).await?;
     let desired = status::desired_status(set, &matched, &latest, collision_count);
     let status_written = if status::status_changed(set.status.as_ref(), &desired) {
-        write_status(client, set, &desired).await?
+        write_status(client, served, set, &desired).await?
     } else {
         false
     };

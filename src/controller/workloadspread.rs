@@ -44,6 +44,7 @@
 //! minutes after its last reconcile. 3 reconciles at once (`--workloadspread-workers`); failures retried
 //! after 1 s doubling to 5 min.
 
+use crate::cache::versions::{KruiseKind, ServedApi, Versions};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -82,8 +83,6 @@ use crate::workload::{
 
 /// The component events are recorded as (OpenKruise's controller name).
 pub const COMPONENT: &str = "workloadspread-controller";
-/// The API version the controller reads and writes (the storage version, §2).
-pub const API_VERSION: &str = "apps.kruise.io/v1beta1";
 
 /// The stores the controller reads and is triggered by, and the workload finder.
 #[derive(Clone)]
@@ -146,6 +145,8 @@ pub struct Context {
     /// Per WorkloadSpread, the orphan pods no subset matched: pod uid → (pod resourceVersion, WorkloadSpread
     /// generation) when last tried; not tried again (two GETs) until one of them changes.
     unadoptable: Mutex<HashMap<Key, Unadoptable>>,
+    /// The version WorkloadSpreads are read and written at (DECISIONS 25).
+    versions: Versions,
 }
 
 /// A resourceVersion as an integer (unparsable: 0), to tell the newer of two copies.
@@ -172,7 +173,21 @@ impl Context {
             metrics,
             copies: Mutex::default(),
             unadoptable: Mutex::default(),
+            versions: Versions::newest(),
         }
+    }
+
+    /// Writes WorkloadSpreads at the version `versions` gives (default: the newest, as OpenKruise master
+    /// serves).
+    #[must_use]
+    pub fn at(mut self, versions: Versions) -> Self {
+        self.versions = versions;
+        self
+    }
+
+    /// The served WorkloadSpread resource.
+    fn resource(&self) -> kube::core::ApiResource {
+        self.versions.resource_or_newest(KruiseKind::WorkloadSpread)
     }
 
     /// The same, reading the custom workload whitelist in `namespace` (the Kruise namespace).
@@ -214,7 +229,7 @@ impl Context {
         message: &str,
     ) {
         let regarding = ObjectReference {
-            api_version: Some(API_VERSION.into()),
+            api_version: Some(self.resource().api_version),
             kind: Some("WorkloadSpread".into()),
             namespace: ws.metadata.namespace.clone(),
             name: ws.metadata.name.clone(),
@@ -866,10 +881,9 @@ pub async fn reconcile(
     done.requeue_after = computed.requeue_after;
     if !status::unchanged(base.status.as_ref(), &computed.status) {
         let mut body = (*base).clone();
-        body.api_version = API_VERSION.into();
-        body.kind = "WorkloadSpread".into();
         body.status = Some(computed.status.clone());
-        let api: Api<WorkloadSpread> = Api::namespaced(ctx.client.clone(), namespace);
+        let api: ServedApi<WorkloadSpread> =
+            ServedApi::namespaced(ctx.client.clone(), namespace, &ctx.resource());
         match api
             .replace_status(name, &PostParams::default(), &body)
             .await

@@ -85,8 +85,9 @@ pub fn cache(client: &Client, config: &ServeConfig, kinds: Kinds) -> LiveCache {
     let spreads = served.workload_spreads
         && pod_webhook
         && config.gates.enabled(kruise_webhooks::workloadspread::GATE);
-    LiveCache::start_all(
+    LiveCache::start_at(
         client.clone(),
+        kinds.versions,
         (served.sidecar_sets && pod_webhook).then_some(config.namespace.as_str()),
         budgets,
         spreads,

@@ -76,6 +76,23 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "clonesets",
         "CloneSetList",
     ),
+    // The same kinds at v1alpha1, the only version OpenKruise 1.8's CRDs serve (DECISIONS 25): objects are
+    // stored per version, as in a cluster that serves only that one.
+    (
+        "/apis/policy.kruise.io/v1alpha1/podunavailablebudgets",
+        "podunavailablebudgets",
+        "PodUnavailableBudgetList",
+    ),
+    (
+        "/apis/apps.kruise.io/v1alpha1/sidecarsets",
+        "",
+        "SidecarSetList",
+    ),
+    (
+        "/apis/apps.kruise.io/v1alpha1/workloadspreads",
+        "workloadspreads",
+        "WorkloadSpreadList",
+    ),
     // The CRDs the server follows (docs/startup-order.md).
     (
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -283,11 +300,24 @@ impl StandIn {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The collection of `object`'s kind, at its apiVersion when it has one (else the first served).
     fn collection_of(object: &Value) -> &'static str {
         let kind = object["kind"].as_str().unwrap_or_default();
+        let version = object["apiVersion"].as_str().map(|v| {
+            if v.contains('/') {
+                format!("/apis/{v}/")
+            } else {
+                format!("/api/{v}/")
+            }
+        });
         COLLECTIONS
             .iter()
-            .find(|(_, _, list)| list.strip_suffix("List") == Some(kind))
+            .find(|(path, _, list)| {
+                list.strip_suffix("List") == Some(kind)
+                    && version
+                        .as_ref()
+                        .is_none_or(|v| path.starts_with(v.as_str()))
+            })
             .map(|(path, ..)| *path)
             .unwrap_or_else(|| panic!("the stand-in does not serve {kind}"))
     }
@@ -351,7 +381,18 @@ impl StandIn {
 
     /// The stored object.
     pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<Value> {
-        let collection = Self::collection_of(&json!({"kind": kind}));
+        self.get_at(None, kind, namespace, name)
+    }
+
+    /// [`StandIn::get`] of the object stored at `api_version` (`None`: the kind's first collection).
+    pub fn get_at(
+        &self,
+        api_version: Option<&str>,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let collection = Self::collection_of(&json!({"kind": kind, "apiVersion": api_version}));
         self.lock()
             .objects
             .get(collection)?

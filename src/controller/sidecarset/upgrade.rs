@@ -9,6 +9,9 @@
 //! denied the request`) ends the round: it is retried after [`BUDGET_RETRY`] (or at the next pod change),
 //! never forced. Any other 403 (RBAC) is an error, reported as such.
 
+use crate::cache::versions::{KruiseKind, Versions};
+use kube::core::ApiResource;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -116,6 +119,9 @@ pub struct UpgradeContext {
     pub metrics: Metrics,
     /// The time of hash entries and in-place update states.
     pub clock: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+    /// The served SidecarSet resource: its status is written and its events name it at that version
+    /// (DECISIONS 25).
+    pub sidecar_sets: ApiResource,
 }
 
 impl UpgradeContext {
@@ -126,7 +132,15 @@ impl UpgradeContext {
             expectations: Arc::default(),
             metrics,
             clock: Arc::new(Timestamp::now),
+            sidecar_sets: Versions::newest().resource_or_newest(KruiseKind::SidecarSet),
         }
+    }
+
+    /// Writes SidecarSets at the version `versions` gives (default: the newest).
+    #[must_use]
+    pub fn at(mut self, versions: Versions) -> Self {
+        self.sidecar_sets = versions.resource_or_newest(KruiseKind::SidecarSet);
+        self
     }
 
     fn now(&self) -> String {
@@ -168,9 +182,9 @@ fn pod_reference(pod: &SlimPod) -> ObjectReference {
     }
 }
 
-fn set_reference(set: &SidecarSet) -> ObjectReference {
+fn set_reference(set: &SidecarSet, served: &ApiResource) -> ObjectReference {
     ObjectReference {
-        api_version: Some("apps.kruise.io/v1beta1".into()),
+        api_version: Some(served.api_version.clone()),
         kind: Some("SidecarSet".into()),
         name: set.metadata.name.clone(),
         uid: set.metadata.uid.clone(),
@@ -390,7 +404,7 @@ pub async fn upgrade(
             if done.not_upgradable > 0 {
                 ctx.recorder
                     .record(
-                        set_reference(set),
+                        set_reference(set, &ctx.sidecar_sets),
                         EventType::Normal,
                         "NotUpgradablePods",
                         &upgrade::not_upgradable_message(done.not_upgradable),
