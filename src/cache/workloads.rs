@@ -28,7 +28,6 @@ use kruise_webhooks::fixture::FixtureCluster;
 use kruise_webhooks::podunavailablebudget::related::api_group;
 use kruise_webhooks::podunavailablebudget::status::Workload;
 
-use super::discovery::discover;
 use super::shared::{self, Publisher, Shared};
 
 /// A workload as cached: what the finder and the PUB controller read of it (module docs).
@@ -311,7 +310,7 @@ impl WorkloadKind {
     }
 }
 
-/// Which optional workload kinds the cluster serves (discovered at start-up).
+/// Which optional workload kinds the cluster serves (from the CRDs, [`super::crds::Kinds`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServedKinds {
     /// `apps.kruise.io/v1alpha1` clonesets.
@@ -320,16 +319,6 @@ pub struct ServedKinds {
     pub advanced_stateful_sets: bool,
 }
 
-impl ServedKinds {
-    /// Asks the cluster (discovery, as [`discover`]).
-    pub async fn discover(client: &Client) -> Self {
-        Self {
-            clone_sets: discover(client, "apps.kruise.io/v1alpha1", "clonesets").await,
-            advanced_stateful_sets: discover(client, "apps.kruise.io/v1beta1", "statefulsets")
-                .await,
-        }
-    }
-}
 
 /// The workload stores (module docs). Cheap to clone.
 #[derive(Clone)]
