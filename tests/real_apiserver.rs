@@ -16,6 +16,9 @@
 
 mod envtest;
 
+#[path = "real_apiserver/beside.rs"]
+mod beside;
+
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
@@ -102,6 +105,8 @@ fn main() {
         ("crds_after_the_server_and_removed_while_it_runs", |c| {
             c.crds_follow()
         }),
+        // On a control plane of its own, with OpenKruise 1.8.3's CRDs.
+        ("beside_openkruise_1_8_3", beside::beside_openkruise_1_8_3),
         // Last: it leaves 10,000 pods behind (deleting them needs our pod webhook running).
         ("ready_at_scale", |c| c.ready_at_scale()),
     ];
@@ -174,6 +179,22 @@ impl<'a> Cluster<'a> {
     fn install(plane: &'a ControlPlane) -> Result<Self, String> {
         let base = envtest::install_base(plane)?;
         seed(plane)?;
+        let kubeconfig =
+            plane.service_account_kubeconfig(envtest::NAMESPACE, envtest::SERVICE_ACCOUNT)?;
+        let (external_certs, external_ca) = envtest::external_certs(plane.path())?;
+        Ok(Self {
+            plane,
+            base,
+            kubeconfig,
+            port: envtest::free_port(Ipv4Addr::LOCALHOST),
+            external_certs,
+            external_ca,
+        })
+    }
+
+    /// A cluster over `plane` whose server runs as `base` (an overlay's rendering) has it, installed by the
+    /// caller.
+    fn over(plane: &'a ControlPlane, base: Vec<Value>) -> Result<Self, String> {
         let kubeconfig =
             plane.service_account_kubeconfig(envtest::NAMESPACE, envtest::SERVICE_ACCOUNT)?;
         let (external_certs, external_ca) = envtest::external_certs(plane.path())?;

@@ -319,7 +319,6 @@ pub struct ServedKinds {
     pub advanced_stateful_sets: bool,
 }
 
-
 /// The workload stores (module docs). Cheap to clone.
 #[derive(Clone)]
 pub struct WorkloadStores {
