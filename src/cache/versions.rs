@@ -448,6 +448,84 @@ mod tests {
     }
 
     #[test]
+    fn a_v1alpha1_sidecarset_is_read_with_its_namespace_as_a_selector() {
+        use kruise_webhooks::api::sidecarset::SidecarSet;
+        let alpha = KruiseKind::SidecarSet.api_resource(Version::V1alpha1);
+        let stored = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+            "metadata": {"name": "agent", "labels": {"apps.kruise.io/sidecarset-custom-version": "v2"}},
+            "spec": {"namespace": "shop", "selector": {"matchLabels": {"app": "web"}},
+                "containers": [{"name": "agent", "image": "agent:1"}]}});
+        let set: SidecarSet = decode(stored, &alpha).unwrap();
+        let selector = set.spec.namespace_selector.as_ref().unwrap();
+        assert_eq!(
+            selector.match_labels.as_ref().unwrap()["kubernetes.io/metadata.name"],
+            "shop"
+        );
+        assert_eq!(set.spec.custom_version.as_deref(), Some("v2"));
+        // Written back at v1alpha1: the custom version as its label again.
+        let body = encode(&set, &alpha).unwrap();
+        assert_eq!(body["apiVersion"], "apps.kruise.io/v1alpha1");
+        assert_eq!(
+            body["metadata"]["labels"]["apps.kruise.io/sidecarset-custom-version"],
+            "v2"
+        );
+        assert!(body["spec"].get("customVersion").is_none());
+    }
+
+    #[test]
+    fn a_crr_is_created_at_v1alpha1_with_its_fields() {
+        use kruise_webhooks::api::containerrecreaterequest::ContainerRecreateRequest;
+        let crr: ContainerRecreateRequest = serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "ContainerRecreateRequest",
+            "metadata": {"name": "job-0-sidecars", "namespace": "batch",
+                "labels": {"crr.apps.kruise.io/node-name": "node-1"}},
+            "spec": {"podName": "job-0", "containers": [{"name": "agent"}],
+                "strategy": {"forceRecreate": true}}}))
+        .unwrap();
+        let alpha = KruiseKind::ContainerRecreateRequest.api_resource(Version::V1alpha1);
+        let body = encode(&crr, &alpha).unwrap();
+        assert_eq!(body["apiVersion"], "apps.kruise.io/v1alpha1");
+        assert_eq!(body["spec"]["podName"], "job-0");
+        assert_eq!(body["spec"]["strategy"]["forceRecreate"], true);
+        assert_eq!(
+            body["metadata"]["labels"]["crr.apps.kruise.io/node-name"],
+            "node-1"
+        );
+        // What the API server answers (v1alpha1, kruise-daemon's status annotation) reads as v1beta1.
+        let mut answered = body.clone();
+        answered["metadata"]["annotations"] = json!({
+            "crr.apps.kruise.io/sync-container-statuses": r#"[{"name":"agent","restartCount":1}]"#});
+        answered["status"] = json!({"phase": "Completed"});
+        let back: ContainerRecreateRequest = decode(answered, &alpha).unwrap();
+        assert!(back.is_finished());
+        assert_eq!(back.spec.pod_name, "job-0");
+    }
+
+    #[test]
+    fn a_v1alpha1_workloadspread_status_is_written_with_its_conditions_fields() {
+        use kruise_webhooks::api::workloadspread::WorkloadSpread;
+        let alpha = KruiseKind::WorkloadSpread.api_resource(Version::V1alpha1);
+        let stored = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+            "metadata": {"name": "ws", "namespace": "ns"},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "subsets": [{"name": "a", "requiredNodeSelectorTerm": {"matchExpressions":
+                    [{"key": "zone", "operator": "In", "values": ["z1"]}]}, "maxReplicas": 2}]},
+            "status": {"observedGeneration": 1, "subsetStatuses": [{"name": "a", "replicas": 1,
+                "missingReplicas": 1, "conditions": [{"type": "SchedulingFailed", "status": "False",
+                    "lastTransitionTime": "2026-12-01T00:00:00Z"}]}]}});
+        let ws: WorkloadSpread = decode(stored, &alpha).unwrap();
+        assert!(ws.spec.subsets[0].required_node_selector.is_some());
+        let body = encode(&ws, &alpha).unwrap();
+        let subset = &body["spec"]["subsets"][0];
+        assert!(
+            subset.get("requiredNodeSelectorTerm").is_some()
+                && subset.get("requiredNodeSelector").is_none()
+        );
+        let condition = &body["status"]["subsetStatuses"][0]["conditions"][0];
+        assert!(condition.get("observedGeneration").is_none(), "{condition}");
+    }
+
+    #[test]
     fn an_object_that_does_not_convert_is_named() {
         let alpha = KruiseKind::PodUnavailableBudget.api_resource(Version::V1alpha1);
         let bad = json!({"metadata": {"name": "pub", "namespace": "ns",
