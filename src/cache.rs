@@ -235,7 +235,9 @@ impl LiveCache {
     }
 
     /// [`LiveCache::start_with`], and with `spreads` the WorkloadSpreads the pod webhooks read
-    /// (spec/workloadspread.md §5); their owner chains are walked through the `workloads` stores.
+    /// (spec/workloadspread.md §5); their owner chains are walked through the `workloads` stores. The Kruise
+    /// kinds are read at `v1beta1`, CloneSets at `v1alpha1` (the stand-in API server's collections); a
+    /// cluster's versions: [`LiveCache::start_at`].
     pub fn start_all(
         client: Client,
         sidecar_sets_in: Option<&str>,
@@ -245,7 +247,7 @@ impl LiveCache {
     ) -> Self {
         Self::start_at(
             client,
-            Versions::newest(),
+            Versions::newest().with(KruiseKind::CloneSet, Some(versions::Version::V1alpha1)),
             sidecar_sets_in,
             budgets,
             spreads,
@@ -263,7 +265,7 @@ impl LiveCache {
         spreads: bool,
         workloads: Option<(ServedKinds, &str)>,
     ) -> Self {
-        let served = |kind: KruiseKind| versions.resource_or_newest(kind);
+        let served_at = |kind: KruiseKind| versions.resource_or_newest(kind);
         let cache = Self(Arc::new(LiveStores {
             namespaces: watch_all(&client, shared::whole_lists()),
             pods: shared::watch(
@@ -275,18 +277,18 @@ impl LiveCache {
             ),
             claims: watch_all(&client, shared::paged_lists()),
             sidecars: sidecar_sets_in
-                .map(|ns| SidecarSetCache::start(&client, &served(KruiseKind::SidecarSet), ns)),
+                .map(|ns| SidecarSetCache::start(&client, &served_at(KruiseKind::SidecarSet), ns)),
             budgets: budgets
-                .then(|| watch_kruise(&client, &served(KruiseKind::PodUnavailableBudget))),
+                .then(|| watch_kruise(&client, &served_at(KruiseKind::PodUnavailableBudget))),
             workloads: workloads.map(|(served, kruise_namespace)| {
                 Workloads::new(
-                    WorkloadStores::start(&client, served),
+                    WorkloadStores::start_at(&client, served, &served_at(KruiseKind::CloneSet)),
                     client.clone(),
                     kruise_namespace,
                 )
             }),
             budget_copies: BudgetCopies::default(),
-            spreads: spreads.then(|| watch_kruise(&client, &served(KruiseKind::WorkloadSpread))),
+            spreads: spreads.then(|| watch_kruise(&client, &served_at(KruiseKind::WorkloadSpread))),
             spread_copies: SpreadCopies::default(),
             spread_whitelist: tokio::sync::OnceCell::new(),
             budget_events: crate::events::Recorder::new(client.clone(), "pub-controller"),

@@ -313,22 +313,52 @@ pub fn watch_served<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
+    let decoding = resource.clone();
+    watch_decoded(
+        client,
+        namespace,
+        resource,
+        (),
+        move |value| super::versions::decode::<K>(value, &decoding),
+        config,
+        strip,
+        on_change,
+    )
+}
+
+/// [`watch`] of the objects of `resource` (any group, version and kind), each made a `K` by `decode` (its
+/// error names the object) before `strip`; an object `decode` refuses is left out with a WARN.
+#[allow(clippy::too_many_arguments)]
+pub fn watch_decoded<K>(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    resource: &ApiResource,
+    dyntype: K::DynamicType,
+    decode: impl Fn(serde_json::Value) -> Result<K, String> + Send + 'static,
+    config: watcher::Config,
+    strip: fn(&mut K),
+    on_change: impl FnMut(&Change<K>, &Store<K>) + Send + 'static,
+) -> Shared<K>
+where
+    K: Resource + Clone + Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
     let api: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
         None => Api::all_with(client.clone(), resource),
     };
-    let resource = resource.clone();
+    let plural = resource.plural.clone();
     let decode = move |object: DynamicObject| -> Option<K> {
         let decoded = serde_json::to_value(object)
             .map_err(|e| e.to_string())
-            .and_then(|value| super::versions::decode::<K>(value, &resource));
+            .and_then(&decode);
         match decoded {
             Ok(mut object) => {
                 strip(&mut object);
                 Some(object)
             }
             Err(error) => {
-                tracing::warn!(resource = %resource.plural, %error, "object left out of the cache");
+                tracing::warn!(resource = %plural, %error, "object left out of the cache");
                 None
             }
         }
@@ -348,7 +378,7 @@ where
             };
             std::future::ready(event)
         });
-    drive(events, (), on_change)
+    drive(events, dyntype, on_change)
 }
 
 /// Feeds `events` into a new shared store (the task ends when the last [`Shared`] is dropped).

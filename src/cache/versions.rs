@@ -125,12 +125,12 @@ impl KruiseKind {
         format!("{}.{}", self.plural(), self.group())
     }
 
-    /// The versions this server knows, newest first. CloneSets are read through a version-independent slim
-    /// model ([`super::workloads`]) at `v1alpha1`, the version OpenKruise's own readers use and every
-    /// release serves.
+    /// The versions this server knows, newest first. CloneSets and Advanced StatefulSets are read through a
+    /// version-independent slim model ([`super::workloads`]): at the newest version served, which on
+    /// OpenKruise master is the storage version (no conversion webhook call per LIST and watch event).
     pub fn known(self) -> &'static [Version] {
         match self {
-            Self::PodProbeMarker | Self::CloneSet => &[Version::V1alpha1],
+            Self::PodProbeMarker => &[Version::V1alpha1],
             Self::AdvancedStatefulSet => &[Version::V1beta1],
             _ => &[Version::V1beta1, Version::V1alpha1],
         }

@@ -11,6 +11,7 @@
 //! answers remembered per process, or the loaded objects): the controller finder ([`crate::workload`])
 //! resolves references through it. Only the state lives here; the finding is a layer above.
 
+use super::versions::{KruiseKind, Version};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -337,6 +338,17 @@ pub struct WorkloadStores {
 impl WorkloadStores {
     /// Watches the kinds (the optional ones as `served` says), listing in pages.
     pub fn start(client: &Client, served: ServedKinds) -> Self {
+        Self::start_at(
+            client,
+            served,
+            &KruiseKind::CloneSet.api_resource(Version::V1alpha1),
+        )
+    }
+
+    /// [`WorkloadStores::start`] with CloneSets listed and watched at the served `clone_sets` resource (its
+    /// objects read the same at every version: [`SlimWorkload`] reads metadata, replicas, selector and
+    /// template labels only).
+    pub fn start_at(client: &Client, served: ServedKinds, clone_sets: &ApiResource) -> Self {
         let watch = |kind: WorkloadKind| {
             shared::watch(
                 Api::<SlimWorkload>::all_with(client.clone(), &kind),
@@ -350,7 +362,19 @@ impl WorkloadStores {
             deployments: watch(WorkloadKind::Deployment),
             replica_sets: watch(WorkloadKind::ReplicaSet),
             stateful_sets: watch(WorkloadKind::StatefulSet),
-            clone_sets: served.clone_sets.then(|| watch(WorkloadKind::CloneSet)),
+            clone_sets: served.clone_sets.then(|| {
+                let kind = WorkloadKind::CloneSet;
+                shared::watch_decoded(
+                    client,
+                    None,
+                    clone_sets,
+                    kind,
+                    |value| serde_json::from_value(value).map_err(|e| e.to_string()),
+                    shared::paged_lists(),
+                    kind.strip(),
+                    |_, _| {},
+                )
+            }),
             advanced_stateful_sets: served
                 .advanced_stateful_sets
                 .then(|| watch(WorkloadKind::AdvancedStatefulSet)),
