@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kruise_webhooks::FeatureGates;
-use kruise_webhooks::features::ENABLE_EXTERNAL_CERTS;
+use kruise_webhooks::features::{ENABLE_EXTERNAL_CERTS, Gate};
 
 use crate::cli::{CertMode, Cli, Command, LogFormat, ReviewArgs, ServeArgs};
 
@@ -81,6 +81,9 @@ pub struct ServeConfig {
     pub secret_name: String,
     /// Our Service.
     pub service_name: String,
+    /// The gates `--feature-gates` names that this version accepts but does not implement, with what they
+    /// switch in OpenKruise ([`kruise_webhooks::features::NOT_IMPLEMENTED`]): warned about once at start-up.
+    pub unimplemented_gates: Vec<(Gate, &'static str)>,
     /// URL mode (DECISIONS 21): the API server calls `https://<host>:<port><path>`; an IPv6 address without
     /// brackets.
     pub webhook_host: Option<String>,
@@ -153,6 +156,7 @@ impl ServeConfig {
             namespace: "kruise-system".into(),
             secret_name: "kruise-webhook-certs".into(),
             service_name: "kruise-webhook-service".into(),
+            unimplemented_gates: Vec::new(),
             webhook_host: None,
             objects,
             gates: FeatureGates::default(),
@@ -216,6 +220,7 @@ fn review_config(r: ReviewArgs) -> Result<ReviewConfig, ConfigError> {
 
 fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
     let gates = FeatureGates::parse(&s.feature_gates)?;
+    let unimplemented_gates = kruise_webhooks::features::not_implemented_in(&s.feature_gates);
     let bind: IpAddr = s.bind_address.parse().map_err(|_| ConfigError::Address {
         flag: "--bind-address",
         value: s.bind_address.clone(),
@@ -268,6 +273,7 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         namespace: s.namespace,
         secret_name: s.secret_name,
         service_name: s.service_name,
+        unimplemented_gates,
         webhook_host: webhook_host(s.webhook_host)?,
         objects: s.objects,
         gates,
@@ -430,6 +436,31 @@ mod tests {
             let e = host(bad).unwrap_err();
             assert!(e.to_string().contains("WEBHOOK_HOST"), "{bad}: {e}");
         }
+    }
+
+    fn serve(args: &[&str]) -> Result<ServeConfig, ConfigError> {
+        parse(args).map(|c| match c.command {
+            Mode::Serve(s) => *s,
+            Mode::Review(_) => unreachable!("serve"),
+        })
+    }
+
+    #[test]
+    fn feature_gates_this_version_does_not_implement_are_collected_for_a_warning() {
+        let s = serve(&[
+            "kw",
+            "serve",
+            "--feature-gates=PodWebhook=true,CloneSetShortHash=true,ImagePullJobGate=true,CloneSetShortHash=false",
+        ])
+        .unwrap();
+        let gates: Vec<&str> = s.unimplemented_gates.iter().map(|(g, _)| *g).collect();
+        assert_eq!(gates, ["CloneSetShortHash", "ImagePullJobGate"]);
+        assert!(
+            serve(&["kw", "serve"])
+                .unwrap()
+                .unimplemented_gates
+                .is_empty()
+        );
     }
 
     #[test]
