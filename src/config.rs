@@ -7,7 +7,10 @@ use std::time::Duration;
 use kruise_webhooks::FeatureGates;
 use kruise_webhooks::features::{ENABLE_EXTERNAL_CERTS, Gate};
 
-use crate::cli::{CertMode, Cli, Command, LogFormat, ReviewArgs, ServeArgs};
+use crate::cli::{
+    CertMode, Cli, Command, LogFormat, MUTATING_CONFIGURATION, ReviewArgs, ServeArgs,
+    VALIDATING_CONFIGURATION,
+};
 
 /// A flag value that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +29,16 @@ pub enum ConfigError {
     /// Flags that contradict each other.
     #[error("{0}")]
     Conflict(String),
+    /// A name that cannot be an object's name.
+    #[error(
+        "{flag}: {value:?} is not a valid object name (lower-case letters, digits, '-' and '.')"
+    )]
+    Name {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// A `WEBHOOK_HOST` that cannot be the host of a URL.
     #[error(
         "--webhook-host (WEBHOOK_HOST): {0:?} is not a DNS name or IP address (give the host alone: no scheme, port or path)"
@@ -81,6 +94,11 @@ pub struct ServeConfig {
     pub secret_name: String,
     /// Our Service.
     pub service_name: String,
+    /// Our MutatingWebhookConfiguration (`--mutating-webhook-configuration-name`): the only one whose webhooks
+    /// and caBundle we keep, and one of the two readiness judges (DECISIONS 22).
+    pub mutating_configuration: String,
+    /// Our ValidatingWebhookConfiguration (`--validating-webhook-configuration-name`), as the mutating one.
+    pub validating_configuration: String,
     /// The gates `--feature-gates` names that this version accepts but does not implement, with what they
     /// switch in OpenKruise ([`kruise_webhooks::features::NOT_IMPLEMENTED`]): warned about once at start-up.
     pub unimplemented_gates: Vec<(Gate, &'static str)>,
@@ -156,6 +174,8 @@ impl ServeConfig {
             namespace: "kruise-system".into(),
             secret_name: "kruise-webhook-certs".into(),
             service_name: "kruise-webhook-service".into(),
+            mutating_configuration: MUTATING_CONFIGURATION.into(),
+            validating_configuration: VALIDATING_CONFIGURATION.into(),
             unimplemented_gates: Vec::new(),
             webhook_host: None,
             objects,
@@ -218,6 +238,22 @@ fn review_config(r: ReviewArgs) -> Result<ReviewConfig, ConfigError> {
     })
 }
 
+/// An object name the API server accepts (a DNS-1123 subdomain).
+fn object_name(flag: &'static str, value: String) -> Result<String, ConfigError> {
+    let label = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    if value.len() <= 253 && value.split('.').all(label) {
+        Ok(value)
+    } else {
+        Err(ConfigError::Name { flag, value })
+    }
+}
+
 fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
     let gates = FeatureGates::parse(&s.feature_gates)?;
     let unimplemented_gates = kruise_webhooks::features::not_implemented_in(&s.feature_gates);
@@ -273,6 +309,14 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         namespace: s.namespace,
         secret_name: s.secret_name,
         service_name: s.service_name,
+        mutating_configuration: object_name(
+            "--mutating-webhook-configuration-name",
+            s.mutating_webhook_configuration_name,
+        )?,
+        validating_configuration: object_name(
+            "--validating-webhook-configuration-name",
+            s.validating_webhook_configuration_name,
+        )?,
         unimplemented_gates,
         webhook_host: webhook_host(s.webhook_host)?,
         objects: s.objects,
@@ -443,6 +487,38 @@ mod tests {
             Mode::Serve(s) => *s,
             Mode::Review(_) => unreachable!("serve"),
         })
+    }
+
+    #[test]
+    fn webhook_configuration_names_default_to_openkruises_and_follow_the_flags() {
+        let s = serve(&["kw", "serve"]).unwrap();
+        assert_eq!(s.mutating_configuration, MUTATING_CONFIGURATION);
+        assert_eq!(s.validating_configuration, VALIDATING_CONFIGURATION);
+        let s = serve(&[
+            "kw",
+            "serve",
+            "--mutating-webhook-configuration-name=kruise-mutating-webhook-configuration-pod",
+            "--validating-webhook-configuration-name",
+            "kruise-validating-webhook-configuration-pod",
+        ])
+        .unwrap();
+        assert_eq!(
+            s.mutating_configuration,
+            "kruise-mutating-webhook-configuration-pod"
+        );
+        assert_eq!(
+            s.validating_configuration,
+            "kruise-validating-webhook-configuration-pod"
+        );
+        for bad in ["", "Kruise", "a_b", "-a", "a..b"] {
+            let flag = format!("--mutating-webhook-configuration-name={bad}");
+            let e = serve(&["kw", "serve", &flag]).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("--mutating-webhook-configuration-name"),
+                "{bad:?}: {e}"
+            );
+        }
     }
 
     #[test]
