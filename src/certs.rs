@@ -5,7 +5,8 @@
 //! - external: `tls.crt` / `tls.key` / `ca.crt` in `--cert-dir` (cert-manager), re-read on change; the
 //!   directory is never written.
 //! - self-managed: the Secret is the one source of truth for every replica; the caBundle is patched into our
-//!   webhook configurations and the Kruise CRDs' conversion webhooks.
+//!   webhook configurations and the Kruise CRDs' conversion webhooks (never the CRDs beside OpenKruise:
+//!   DECISIONS 27).
 //!
 //! In every mode the serving certificate is installed into the [`CertStore`], which every TLS handshake reads.
 //! The API server calls us through our Service or, with `WEBHOOK_HOST` set (URL mode, DECISIONS 21), at
@@ -411,7 +412,11 @@ impl Worker {
         // never fails the sync: readiness waits for the configurations (DECISIONS 22), not for the CRDs (an
         // OpenKruise CRD we may not patch must not keep every replica unready).
         self.keep_configurations(&client, &ca_b64, true).await;
-        ensure_crds(&client, &Endpoint::of(&self.config), &ca_b64).await;
+        // Beside OpenKruise the Kruise CRDs are kruise-manager's: it points their conversion at its own Service
+        // every minute, and a write of ours would flap with it (DECISIONS 27).
+        if !self.config.beside_openkruise {
+            ensure_crds(&client, &Endpoint::of(&self.config), &ca_b64).await;
+        }
         Ok(())
     }
 }

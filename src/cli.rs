@@ -94,6 +94,11 @@ pub struct ServeArgs {
     /// The ValidatingWebhookConfiguration, as --mutating-webhook-configuration-name.
     #[arg(long, default_value = VALIDATING_CONFIGURATION)]
     pub validating_webhook_configuration_name: String,
+    /// Run beside OpenKruise's kruise-manager (DECISIONS 27): never write CustomResourceDefinitions, and
+    /// refuse OpenKruise's names for the webhook configurations, Service, Secret and Lease.
+    #[arg(long, env = "BESIDE_OPENKRUISE", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub beside_openkruise: bool,
     /// URL mode: the API server calls `https://<host>:<port><path>` instead of the Service (a DNS name or IP
     /// address it can reach); the serving certificate also names it.
     #[arg(long, env = "WEBHOOK_HOST")]

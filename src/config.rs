@@ -39,6 +39,16 @@ pub enum ConfigError {
         /// Its value.
         value: String,
     },
+    /// Beside OpenKruise, a name of one of kruise-manager's objects (DECISIONS 27).
+    #[error(
+        "--beside-openkruise: {flag} is {value:?}, OpenKruise's own; kruise-manager keeps that object, so give ours another name (deploy/overlays/beside-openkruise)"
+    )]
+    OpenKruiseName {
+        /// The flag (and its env, where it has one).
+        flag: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// A `WEBHOOK_HOST` that cannot be the host of a URL.
     #[error(
         "--webhook-host (WEBHOOK_HOST): {0:?} is not a DNS name or IP address (give the host alone: no scheme, port or path)"
@@ -99,6 +109,12 @@ pub struct ServeConfig {
     pub mutating_configuration: String,
     /// Our ValidatingWebhookConfiguration (`--validating-webhook-configuration-name`), as the mutating one.
     pub validating_configuration: String,
+    /// Beside OpenKruise's kruise-manager (`--beside-openkruise`, env `BESIDE_OPENKRUISE`; DECISIONS 27). Its
+    /// effects: OpenKruise's names for our webhook configurations, Service, Secret and Lease are refused here;
+    /// the certificate loop never writes a CustomResourceDefinition (kruise-manager owns the Kruise CRDs and
+    /// points their conversion at its own Service every minute). Which controllers run beside it (not our
+    /// SidecarSet controller: kruise-manager's cannot be switched off) is the controllers' to key on this.
+    pub beside_openkruise: bool,
     /// The gates `--feature-gates` names that this version accepts but does not implement, with what they
     /// switch in OpenKruise ([`kruise_webhooks::features::NOT_IMPLEMENTED`]): warned about once at start-up.
     pub unimplemented_gates: Vec<(Gate, &'static str)>,
@@ -176,6 +192,7 @@ impl ServeConfig {
             service_name: "kruise-webhook-service".into(),
             mutating_configuration: MUTATING_CONFIGURATION.into(),
             validating_configuration: VALIDATING_CONFIGURATION.into(),
+            beside_openkruise: false,
             unimplemented_gates: Vec::new(),
             webhook_host: None,
             objects,
@@ -238,6 +255,11 @@ fn review_config(r: ReviewArgs) -> Result<ReviewConfig, ConfigError> {
     })
 }
 
+/// OpenKruise's names of the objects both would otherwise share (its chart's and kruise-manager's defaults).
+const OPENKRUISE_SECRET: &str = "kruise-webhook-certs";
+const OPENKRUISE_SERVICE: &str = "kruise-webhook-service";
+const OPENKRUISE_LEASE: &str = "kruise-manager";
+
 /// An object name the API server accepts (a DNS-1123 subdomain).
 fn object_name(flag: &'static str, value: String) -> Result<String, ConfigError> {
     let label = |l: &str| {
@@ -252,6 +274,50 @@ fn object_name(flag: &'static str, value: String) -> Result<String, ConfigError>
     } else {
         Err(ConfigError::Name { flag, value })
     }
+}
+
+/// Beside OpenKruise (DECISIONS 27), none of our names may be one of kruise-manager's objects: both would
+/// rewrite its webhooks and caBundle, serve its Service, rotate its Secret or contend for its Lease.
+fn refuse_openkruise_names(config: &ServeConfig) -> Result<(), ConfigError> {
+    let ours = [
+        (
+            "--mutating-webhook-configuration-name",
+            &config.mutating_configuration,
+            MUTATING_CONFIGURATION,
+        ),
+        (
+            "--validating-webhook-configuration-name",
+            &config.validating_configuration,
+            VALIDATING_CONFIGURATION,
+        ),
+        (
+            "--service-name (SERVICE_NAME)",
+            &config.service_name,
+            OPENKRUISE_SERVICE,
+        ),
+        (
+            "--secret-name (SECRET_NAME)",
+            &config.secret_name,
+            OPENKRUISE_SECRET,
+        ),
+    ];
+    for (flag, value, openkruise) in ours {
+        if value == openkruise {
+            return Err(ConfigError::OpenKruiseName {
+                flag,
+                value: value.clone(),
+            });
+        }
+    }
+    // The Lease only where kruise-manager takes it: in its namespace, the one we share.
+    let lease = &config.leader_election;
+    if lease.enabled && lease.name == OPENKRUISE_LEASE && lease.namespace == config.namespace {
+        return Err(ConfigError::OpenKruiseName {
+            flag: "--leader-election-id",
+            value: lease.name.clone(),
+        });
+    }
+    Ok(())
 }
 
 fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
@@ -300,7 +366,7 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
             "--leader-election-lease-duration must exceed --leader-election-renew-deadline, which must exceed 1.2 x --leader-election-retry-period".into(),
         ));
     }
-    Ok(ServeConfig {
+    let config = ServeConfig {
         tls_addr: SocketAddr::new(bind, s.port),
         metrics_addr: parse_addr("--metrics-addr", &s.metrics_addr)?,
         probe_addr: parse_addr("--health-probe-addr", &s.health_probe_addr)?,
@@ -317,6 +383,7 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
             "--validating-webhook-configuration-name",
             s.validating_webhook_configuration_name,
         )?,
+        beside_openkruise: s.beside_openkruise,
         unimplemented_gates,
         webhook_host: webhook_host(s.webhook_host)?,
         objects: s.objects,
@@ -330,7 +397,11 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         init_timeout: Duration::from_secs(s.webhook_initialize_timeout),
         cert_sync_interval: Duration::from_secs(s.cert_sync_interval.max(1)),
         leader_election,
-    })
+    };
+    if config.beside_openkruise {
+        refuse_openkruise_names(&config)?;
+    }
+    Ok(config)
 }
 
 /// Admission requests in flight per CPU core by default. A decision takes about 0.1 ms of CPU, so a full
@@ -494,6 +565,7 @@ mod tests {
         let s = serve(&["kw", "serve"]).unwrap();
         assert_eq!(s.mutating_configuration, MUTATING_CONFIGURATION);
         assert_eq!(s.validating_configuration, VALIDATING_CONFIGURATION);
+        assert!(!s.beside_openkruise);
         let s = serve(&[
             "kw",
             "serve",
@@ -519,6 +591,75 @@ mod tests {
                 "{bad:?}: {e}"
             );
         }
+    }
+
+    /// The names of deploy/overlays/beside-openkruise.
+    const BESIDE: &[&str] = &[
+        "kw",
+        "serve",
+        "--beside-openkruise",
+        "--mutating-webhook-configuration-name=kruise-mutating-webhook-configuration-pod",
+        "--validating-webhook-configuration-name=kruise-validating-webhook-configuration-pod",
+        "--service-name=kruise-pod-webhook-service",
+        "--secret-name=kruise-pod-webhook-certs",
+        "--leader-election-id=kruise-pod-webhook",
+    ];
+
+    #[test]
+    fn beside_openkruise_is_a_flag_and_an_env() {
+        let s = serve(BESIDE).unwrap();
+        assert!(s.beside_openkruise);
+        assert_eq!(s.leader_election.name, "kruise-pod-webhook");
+        let mut off = BESIDE.to_vec();
+        off[2] = "--beside-openkruise=false";
+        assert!(!serve(&off).unwrap().beside_openkruise);
+        assert!(
+            Cli::try_parse_from(["kw", "serve", "--beside-openkruise=maybe"]).is_err(),
+            "a boolean"
+        );
+        let env = |long: &str| {
+            use clap::CommandFactory;
+            let cli = Cli::command();
+            let serve = cli.find_subcommand("serve").unwrap();
+            serve
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .and_then(|a| a.get_env())
+                .map(|e| e.to_string_lossy().into_owned())
+        };
+        assert_eq!(
+            env("beside-openkruise").as_deref(),
+            Some("BESIDE_OPENKRUISE")
+        );
+        assert_eq!(env("mutating-webhook-configuration-name"), None);
+    }
+
+    #[test]
+    fn beside_openkruise_refuses_openkruises_names() {
+        // Each of our names in turn set back to OpenKruise's: refused, naming the flag.
+        for (i, flag) in [
+            (3, "--mutating-webhook-configuration-name"),
+            (4, "--validating-webhook-configuration-name"),
+            (5, "--service-name"),
+            (6, "--secret-name"),
+            (7, "--leader-election-id"),
+        ] {
+            let mut args = BESIDE.to_vec();
+            args.remove(i);
+            let e = serve(&args).unwrap_err();
+            assert!(
+                matches!(e, ConfigError::OpenKruiseName { .. }) && e.to_string().contains(flag),
+                "{flag}: {e}"
+            );
+        }
+        // The Lease is kruise-manager's only in its namespace, and only if we take one.
+        let mut args = BESIDE.to_vec();
+        args[7] = "--leader-election-namespace=elsewhere";
+        assert_eq!(serve(&args).unwrap().leader_election.name, "kruise-manager");
+        args[7] = "--enable-leader-election=false";
+        assert!(serve(&args).is_ok());
+        // Outside the mode OpenKruise's names are the defaults.
+        assert!(serve(&["kw", "serve"]).is_ok());
     }
 
     #[test]

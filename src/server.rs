@@ -190,9 +190,19 @@ fn log_unserved(kinds: crate::cache::crds::Kinds) {
     }
 }
 
-/// Start-up lines about the command line itself, once each: every feature gate named that this version
-/// accepts but does not implement.
+/// Start-up lines about the command line itself, once each: the beside-OpenKruise mode (DECISIONS 27), and
+/// every feature gate named that this version accepts but does not implement.
 fn announce(config: &ServeConfig) {
+    if config.beside_openkruise {
+        tracing::info!(
+            mutating_configuration = %config.mutating_configuration,
+            validating_configuration = %config.validating_configuration,
+            service = %config.service_name,
+            secret = %config.secret_name,
+            lease = %config.leader_election.name,
+            "beside OpenKruise: only these objects of ours are written; CustomResourceDefinitions never are (kruise-manager owns them and their conversion)"
+        );
+    }
     for (gate, feature) in &config.unimplemented_gates {
         tracing::warn!(
             %gate,
