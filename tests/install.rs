@@ -652,6 +652,22 @@ fn the_renderer_refuses_what_it_does_not_understand() {
             "no container",
         ),
         (json!({"resources": ["base", "base"]}), "twice"),
+        (
+            json!({"patches": [{"patch": "apiVersion: v1\nkind: Service\nmetadata: {name: kruise-webhook-service, namespace: kruise-system}\n$patch: replace\n"}]}),
+            "only `$patch: delete`",
+        ),
+        (
+            json!({"patches": [{"patch": "apiVersion: v1\nkind: Service\nmetadata: {name: nothing, namespace: kruise-system}\n$patch: delete\n"}]}),
+            "matches no object",
+        ),
+        (
+            json!({"patches": [{"patch": "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: kruise-validating-webhook-configuration}\nwebhooks:\n- {name: vnothing.kb.io, $patch: delete}\n"}]}),
+            "has no webhook vnothing.kb.io",
+        ),
+        (
+            json!({"patches": [{"target": {"kind": "Service"}, "patch": "- {op: replace, path: /metadata/name, value: other}"}]}),
+            "would rename the references",
+        ),
         (json!({"components": ["base"]}), "Component"),
     ] {
         let error = render_error(fields.clone());
