@@ -806,6 +806,102 @@ fn the_beside_first_apply_only_relaxes_failure_policies() {
     assert_eq!(restored, beside, "only the failurePolicy changed");
 }
 
+/// The OpenKruise side's kustomization as `post-renderer.sh` runs it, on `chart` (Helm's output, relative to
+/// the repository root) in place of the `helm-output.yaml` the script writes.
+fn openkruise_side_on(chart: &str) -> Result<Vec<Value>, kustomize::Error> {
+    let dir = deploy().join("openkruise-side");
+    let mut k = kustomize::read_yaml(&dir.join("kustomization.yaml"))?.remove(0);
+    assert_eq!(
+        k["resources"],
+        json!(["helm-output.yaml"]),
+        "what the script writes"
+    );
+    k["resources"] = json!([format!("../../{chart}")]);
+    kustomize::build_from(&dir, &k)
+}
+
+const CHART_PODWEBHOOK_FALSE: &str =
+    "tests/data/openkruise-v1.8.3/webhookconfiguration-podwebhook-false.yaml";
+
+#[test]
+fn the_openkruise_side_deletes_exactly_the_four_webhooks_taken_over() {
+    let chart = kustomize::read_yaml(&common::root().join(CHART_PODWEBHOOK_FALSE)).unwrap();
+    let rendered = openkruise_side_on(CHART_PODWEBHOOK_FALSE).unwrap_or_else(|e| panic!("{e}"));
+    let gone = [
+        "msidecarset.kb.io",
+        "vsidecarset.kb.io",
+        "vpodunavailablebudget.kb.io",
+        "vworkloadspread.kb.io",
+    ];
+    // The chart as rendered with those four entries taken out is, value for value, what the patch gives.
+    let mut want = chart.clone();
+    let mut taken = Vec::new();
+    for config in &mut want {
+        let hooks = config["webhooks"].as_array_mut().unwrap();
+        hooks.retain(|h| {
+            let name = h["name"].as_str().unwrap();
+            let delete = gone.contains(&name);
+            if delete {
+                taken.push(name.to_owned());
+            }
+            !delete
+        });
+    }
+    taken.sort();
+    let mut expected: Vec<String> = gone.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(
+        taken, expected,
+        "all four are in the chart's configurations"
+    );
+    assert_eq!(rendered, want);
+    // And nothing of the chart's pod webhooks is left for kruise-manager (PodWebhook=false left them out).
+    for object in &rendered {
+        for hook in object["webhooks"].as_array().unwrap() {
+            assert!(
+                !["mpod.kb.io", "vpod.kb.io", "vpodeviction.kb.io"]
+                    .contains(&hook["name"].as_str().unwrap()),
+                "{}",
+                hook["name"]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_openkruise_side_values_switch_off_what_kruise_webhook_runs() {
+    let values = kustomize::read_yaml(&deploy().join("openkruise-side/values.yaml"))
+        .unwrap()
+        .remove(0);
+    let spec = values["featureGates"]
+        .as_str()
+        .expect("featureGates, one string");
+    // OpenKruise's gate names and syntax (our parser takes exactly those).
+    let gates = kruise_webhooks::FeatureGates::parse(spec).unwrap();
+    let named: BTreeMap<&str, &str> = spec
+        .split(',')
+        .map(|item| item.split_once('=').unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        BTreeMap::from([
+            ("ImagePullJobGate", "true"),
+            ("PodWebhook", "false"),
+            ("ResourcesDeletionProtection", "false"),
+        ]),
+        "the chart's default gate kept, SidecarTerminator left at its default (off)"
+    );
+    assert!(!gates.enabled("PodWebhook") && !gates.enabled("ResourcesDeletionProtection"));
+    // The chart leaves the pod webhooks out when its featureGates string contains this (templates/
+    // webhookconfiguration.yaml: `contains "PodWebhook=false" .Values.featureGates`).
+    assert!(spec.contains("PodWebhook=false"));
+    assert_eq!(
+        values.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["featureGates"],
+        "nothing else of the user's values is overridden"
+    );
+}
+
 /// The kubectl to cross-check this renderer with: `KUBECTL`, else `$KUBEBUILDER_ASSETS/kubectl` (where the
 /// real-apiserver tier finds its binaries); `None` where neither is (CI machines without them skip).
 fn kubectl() -> Option<PathBuf> {
@@ -857,10 +953,11 @@ fn run(command: &mut std::process::Command, stdin: Option<&str>) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Where kubectl is at hand, its kustomize renders the beside overlays to the objects this renderer gives (kustomize also rewrites references on renames and strategic merges; the
+/// Where kubectl is at hand, its kustomize renders the beside overlays, and `post-renderer.sh` the chart, to the
+/// objects this renderer gives (kustomize also rewrites references on renames and strategic merges; the
 /// renderer refuses those it does not do the same).
 #[test]
-fn kubectl_renders_the_beside_overlays_as_this_renderer() {
+fn kubectl_renders_the_beside_overlays_and_the_post_renderer_as_this_renderer() {
     let Some(kubectl) = kubectl() else {
         eprintln!("skipped: no KUBECTL, and no kubectl in KUBEBUILDER_ASSETS");
         return;
@@ -888,6 +985,16 @@ fn kubectl_renders_the_beside_overlays_as_this_renderer() {
             assert_eq!(&theirs[id], object, "{dir}: {id:?}");
         }
     }
+    let chart = common::read(&common::root().join(CHART_PODWEBHOOK_FALSE));
+    let text = run(
+        std::process::Command::new(deploy().join("openkruise-side/post-renderer.sh"))
+            .env("KUBECTL", &kubectl),
+        Some(&chart),
+    );
+    assert_eq!(
+        by_identity(kustomize::parse_yaml(&text).unwrap()),
+        by_identity(openkruise_side_on(CHART_PODWEBHOOK_FALSE).unwrap())
+    );
 }
 
 #[test]
