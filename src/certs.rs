@@ -5,7 +5,8 @@
 //! - external: `tls.crt` / `tls.key` / `ca.crt` in `--cert-dir` (cert-manager), re-read on change; the
 //!   directory is never written.
 //! - self-managed: the Secret is the one source of truth for every replica; the caBundle is patched into our
-//!   webhook configurations and the Kruise CRDs' conversion webhooks.
+//!   webhook configurations and the Kruise CRDs' conversion webhooks (never the CRDs beside OpenKruise:
+//!   DECISIONS 27).
 //!
 //! In every mode the serving certificate is installed into the [`CertStore`], which every TLS handshake reads.
 //! The API server calls us through our Service or, with `WEBHOOK_HOST` set (URL mode, DECISIONS 21), at
@@ -35,10 +36,10 @@ use crate::config::{CertSource, ServeConfig};
 use crate::server::readiness::{CaBundleSeen, Readiness};
 use crate::server::tls::CertStore;
 
-/// Names of the configurations we keep the caBundle of.
-pub const MUTATING_CONFIGURATION: &str = "kruise-mutating-webhook-configuration";
-/// See [`MUTATING_CONFIGURATION`].
-pub const VALIDATING_CONFIGURATION: &str = "kruise-validating-webhook-configuration";
+/// OpenKruise's names of the configurations we keep, the defaults of `--mutating-webhook-configuration-name`
+/// and `--validating-webhook-configuration-name` ([`ServeConfig::mutating_configuration`] and
+/// [`ServeConfig::validating_configuration`] are the ones in use).
+pub use crate::cli::{MUTATING_CONFIGURATION, VALIDATING_CONFIGURATION};
 
 /// Runs the certificate loop of the configured mode.
 pub struct CertManager {
@@ -314,7 +315,7 @@ impl Worker {
         let endpoint = Endpoint::of(&self.config);
         let served = self.served_paths();
         let mut seen = CaBundleSeen::InPlace;
-        for (resource, kind, name) in configuration_resources() {
+        for (resource, kind, name) in configuration_resources(&self.config) {
             let api: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &resource);
             let target = (kind, name);
             let look = keep_configuration(&api, target, &endpoint, &served, ca_b64, write).await;
@@ -411,7 +412,11 @@ impl Worker {
         // never fails the sync: readiness waits for the configurations (DECISIONS 22), not for the CRDs (an
         // OpenKruise CRD we may not patch must not keep every replica unready).
         self.keep_configurations(&client, &ca_b64, true).await;
-        ensure_crds(&client, &Endpoint::of(&self.config), &ca_b64).await;
+        // Beside OpenKruise the Kruise CRDs are kruise-manager's: it points their conversion at its own Service
+        // every minute, and a write of ours would flap with it (DECISIONS 27).
+        if !self.config.beside_openkruise {
+            ensure_crds(&client, &Endpoint::of(&self.config), &ca_b64).await;
+        }
         Ok(())
     }
 }
@@ -447,8 +452,10 @@ fn write_files(dir: &Path, bundle: &CertBundle) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Our two webhook configurations: the resource, its kind, its name.
-fn configuration_resources() -> [(kube::core::ApiResource, &'static str, &'static str); 2] {
+/// Our two webhook configurations (their names from the flags): the resource, its kind, its name.
+fn configuration_resources(
+    config: &ServeConfig,
+) -> [(kube::core::ApiResource, &'static str, &str); 2] {
     use k8s_openapi::api::admissionregistration::v1::{
         MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
     };
@@ -456,12 +463,12 @@ fn configuration_resources() -> [(kube::core::ApiResource, &'static str, &'stati
         (
             kube::core::ApiResource::erase::<MutatingWebhookConfiguration>(&()),
             "MutatingWebhookConfiguration",
-            MUTATING_CONFIGURATION,
+            &config.mutating_configuration,
         ),
         (
             kube::core::ApiResource::erase::<ValidatingWebhookConfiguration>(&()),
             "ValidatingWebhookConfiguration",
-            VALIDATING_CONFIGURATION,
+            &config.validating_configuration,
         ),
     ]
 }

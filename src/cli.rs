@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// OpenKruise's MutatingWebhookConfiguration: the default of `--mutating-webhook-configuration-name`.
+pub const MUTATING_CONFIGURATION: &str = "kruise-mutating-webhook-configuration";
+/// OpenKruise's ValidatingWebhookConfiguration: the default of `--validating-webhook-configuration-name`.
+pub const VALIDATING_CONFIGURATION: &str = "kruise-validating-webhook-configuration";
+
 /// kruise-webhook: OpenKruise's admission webhooks, in Rust.
 #[derive(Parser, Debug)]
 #[command(name = "kruise-webhook", version, about)]
@@ -82,6 +87,18 @@ pub struct ServeArgs {
     /// Service the webhook configurations point at; part of the certificate's DNS names.
     #[arg(long, env = "SERVICE_NAME", default_value = "kruise-webhook-service")]
     pub service_name: String,
+    /// The MutatingWebhookConfiguration whose webhooks and caBundle this server keeps, and that readiness
+    /// judges. Beside OpenKruise, one of its own (deploy/overlays/beside-openkruise).
+    #[arg(long, default_value = MUTATING_CONFIGURATION)]
+    pub mutating_webhook_configuration_name: String,
+    /// The ValidatingWebhookConfiguration, as --mutating-webhook-configuration-name.
+    #[arg(long, default_value = VALIDATING_CONFIGURATION)]
+    pub validating_webhook_configuration_name: String,
+    /// Run beside OpenKruise's kruise-manager (DECISIONS 27): never write CustomResourceDefinitions, and
+    /// refuse OpenKruise's names for the webhook configurations, Service, Secret and Lease.
+    #[arg(long, env = "BESIDE_OPENKRUISE", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub beside_openkruise: bool,
     /// URL mode: the API server calls `https://<host>:<port><path>` instead of the Service (a DNS name or IP
     /// address it can reach); the serving certificate also names it.
     #[arg(long, env = "WEBHOOK_HOST")]

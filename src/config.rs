@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kruise_webhooks::FeatureGates;
-use kruise_webhooks::features::ENABLE_EXTERNAL_CERTS;
+use kruise_webhooks::features::{ENABLE_EXTERNAL_CERTS, Gate};
 
-use crate::cli::{CertMode, Cli, Command, LogFormat, ReviewArgs, ServeArgs};
+use crate::cli::{
+    CertMode, Cli, Command, LogFormat, MUTATING_CONFIGURATION, ReviewArgs, ServeArgs,
+    VALIDATING_CONFIGURATION,
+};
 
 /// A flag value that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +29,26 @@ pub enum ConfigError {
     /// Flags that contradict each other.
     #[error("{0}")]
     Conflict(String),
+    /// A name that cannot be an object's name.
+    #[error(
+        "{flag}: {value:?} is not a valid object name (lower-case letters, digits, '-' and '.')"
+    )]
+    Name {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// Beside OpenKruise, a name of one of kruise-manager's objects (DECISIONS 27).
+    #[error(
+        "--beside-openkruise: {flag} is {value:?}, OpenKruise's own; kruise-manager keeps that object, so give ours another name (deploy/overlays/beside-openkruise)"
+    )]
+    OpenKruiseName {
+        /// The flag (and its env, where it has one).
+        flag: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// A `WEBHOOK_HOST` that cannot be the host of a URL.
     #[error(
         "--webhook-host (WEBHOOK_HOST): {0:?} is not a DNS name or IP address (give the host alone: no scheme, port or path)"
@@ -81,6 +104,20 @@ pub struct ServeConfig {
     pub secret_name: String,
     /// Our Service.
     pub service_name: String,
+    /// Our MutatingWebhookConfiguration (`--mutating-webhook-configuration-name`): the only one whose webhooks
+    /// and caBundle we keep, and one of the two readiness judges (DECISIONS 22).
+    pub mutating_configuration: String,
+    /// Our ValidatingWebhookConfiguration (`--validating-webhook-configuration-name`), as the mutating one.
+    pub validating_configuration: String,
+    /// Beside OpenKruise's kruise-manager (`--beside-openkruise`, env `BESIDE_OPENKRUISE`; DECISIONS 27). Its
+    /// effects: OpenKruise's names for our webhook configurations, Service, Secret and Lease are refused here;
+    /// the certificate loop never writes a CustomResourceDefinition (kruise-manager owns the Kruise CRDs and
+    /// points their conversion at its own Service every minute). Which controllers run beside it (not our
+    /// SidecarSet controller: kruise-manager's cannot be switched off) is the controllers' to key on this.
+    pub beside_openkruise: bool,
+    /// The gates `--feature-gates` names that this version accepts but does not implement, with what they
+    /// switch in OpenKruise ([`kruise_webhooks::features::NOT_IMPLEMENTED`]): warned about once at start-up.
+    pub unimplemented_gates: Vec<(Gate, &'static str)>,
     /// URL mode (DECISIONS 21): the API server calls `https://<host>:<port><path>`; an IPv6 address without
     /// brackets.
     pub webhook_host: Option<String>,
@@ -153,6 +190,10 @@ impl ServeConfig {
             namespace: "kruise-system".into(),
             secret_name: "kruise-webhook-certs".into(),
             service_name: "kruise-webhook-service".into(),
+            mutating_configuration: MUTATING_CONFIGURATION.into(),
+            validating_configuration: VALIDATING_CONFIGURATION.into(),
+            beside_openkruise: false,
+            unimplemented_gates: Vec::new(),
             webhook_host: None,
             objects,
             gates: FeatureGates::default(),
@@ -214,8 +255,74 @@ fn review_config(r: ReviewArgs) -> Result<ReviewConfig, ConfigError> {
     })
 }
 
+/// OpenKruise's names of the objects both would otherwise share (its chart's and kruise-manager's defaults).
+const OPENKRUISE_SECRET: &str = "kruise-webhook-certs";
+const OPENKRUISE_SERVICE: &str = "kruise-webhook-service";
+const OPENKRUISE_LEASE: &str = "kruise-manager";
+
+/// An object name the API server accepts (a DNS-1123 subdomain).
+fn object_name(flag: &'static str, value: String) -> Result<String, ConfigError> {
+    let label = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    if value.len() <= 253 && value.split('.').all(label) {
+        Ok(value)
+    } else {
+        Err(ConfigError::Name { flag, value })
+    }
+}
+
+/// Beside OpenKruise (DECISIONS 27), none of our names may be one of kruise-manager's objects: both would
+/// rewrite its webhooks and caBundle, serve its Service, rotate its Secret or contend for its Lease.
+fn refuse_openkruise_names(config: &ServeConfig) -> Result<(), ConfigError> {
+    let ours = [
+        (
+            "--mutating-webhook-configuration-name",
+            &config.mutating_configuration,
+            MUTATING_CONFIGURATION,
+        ),
+        (
+            "--validating-webhook-configuration-name",
+            &config.validating_configuration,
+            VALIDATING_CONFIGURATION,
+        ),
+        (
+            "--service-name (SERVICE_NAME)",
+            &config.service_name,
+            OPENKRUISE_SERVICE,
+        ),
+        (
+            "--secret-name (SECRET_NAME)",
+            &config.secret_name,
+            OPENKRUISE_SECRET,
+        ),
+    ];
+    for (flag, value, openkruise) in ours {
+        if value == openkruise {
+            return Err(ConfigError::OpenKruiseName {
+                flag,
+                value: value.clone(),
+            });
+        }
+    }
+    // The Lease only where kruise-manager takes it: in its namespace, the one we share.
+    let lease = &config.leader_election;
+    if lease.enabled && lease.name == OPENKRUISE_LEASE && lease.namespace == config.namespace {
+        return Err(ConfigError::OpenKruiseName {
+            flag: "--leader-election-id",
+            value: lease.name.clone(),
+        });
+    }
+    Ok(())
+}
+
 fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
     let gates = FeatureGates::parse(&s.feature_gates)?;
+    let unimplemented_gates = kruise_webhooks::features::not_implemented_in(&s.feature_gates);
     let bind: IpAddr = s.bind_address.parse().map_err(|_| ConfigError::Address {
         flag: "--bind-address",
         value: s.bind_address.clone(),
@@ -259,7 +366,7 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
             "--leader-election-lease-duration must exceed --leader-election-renew-deadline, which must exceed 1.2 x --leader-election-retry-period".into(),
         ));
     }
-    Ok(ServeConfig {
+    let config = ServeConfig {
         tls_addr: SocketAddr::new(bind, s.port),
         metrics_addr: parse_addr("--metrics-addr", &s.metrics_addr)?,
         probe_addr: parse_addr("--health-probe-addr", &s.health_probe_addr)?,
@@ -268,6 +375,16 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         namespace: s.namespace,
         secret_name: s.secret_name,
         service_name: s.service_name,
+        mutating_configuration: object_name(
+            "--mutating-webhook-configuration-name",
+            s.mutating_webhook_configuration_name,
+        )?,
+        validating_configuration: object_name(
+            "--validating-webhook-configuration-name",
+            s.validating_webhook_configuration_name,
+        )?,
+        beside_openkruise: s.beside_openkruise,
+        unimplemented_gates,
         webhook_host: webhook_host(s.webhook_host)?,
         objects: s.objects,
         gates,
@@ -280,7 +397,11 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         init_timeout: Duration::from_secs(s.webhook_initialize_timeout),
         cert_sync_interval: Duration::from_secs(s.cert_sync_interval.max(1)),
         leader_election,
-    })
+    };
+    if config.beside_openkruise {
+        refuse_openkruise_names(&config)?;
+    }
+    Ok(config)
 }
 
 /// Admission requests in flight per CPU core by default. A decision takes about 0.1 ms of CPU, so a full
@@ -430,6 +551,133 @@ mod tests {
             let e = host(bad).unwrap_err();
             assert!(e.to_string().contains("WEBHOOK_HOST"), "{bad}: {e}");
         }
+    }
+
+    fn serve(args: &[&str]) -> Result<ServeConfig, ConfigError> {
+        parse(args).map(|c| match c.command {
+            Mode::Serve(s) => *s,
+            Mode::Review(_) => unreachable!("serve"),
+        })
+    }
+
+    #[test]
+    fn webhook_configuration_names_default_to_openkruises_and_follow_the_flags() {
+        let s = serve(&["kw", "serve"]).unwrap();
+        assert_eq!(s.mutating_configuration, MUTATING_CONFIGURATION);
+        assert_eq!(s.validating_configuration, VALIDATING_CONFIGURATION);
+        assert!(!s.beside_openkruise);
+        let s = serve(&[
+            "kw",
+            "serve",
+            "--mutating-webhook-configuration-name=kruise-mutating-webhook-configuration-pod",
+            "--validating-webhook-configuration-name",
+            "kruise-validating-webhook-configuration-pod",
+        ])
+        .unwrap();
+        assert_eq!(
+            s.mutating_configuration,
+            "kruise-mutating-webhook-configuration-pod"
+        );
+        assert_eq!(
+            s.validating_configuration,
+            "kruise-validating-webhook-configuration-pod"
+        );
+        for bad in ["", "Kruise", "a_b", "-a", "a..b"] {
+            let flag = format!("--mutating-webhook-configuration-name={bad}");
+            let e = serve(&["kw", "serve", &flag]).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("--mutating-webhook-configuration-name"),
+                "{bad:?}: {e}"
+            );
+        }
+    }
+
+    /// The names of deploy/overlays/beside-openkruise.
+    const BESIDE: &[&str] = &[
+        "kw",
+        "serve",
+        "--beside-openkruise",
+        "--mutating-webhook-configuration-name=kruise-mutating-webhook-configuration-pod",
+        "--validating-webhook-configuration-name=kruise-validating-webhook-configuration-pod",
+        "--service-name=kruise-pod-webhook-service",
+        "--secret-name=kruise-pod-webhook-certs",
+        "--leader-election-id=kruise-pod-webhook",
+    ];
+
+    #[test]
+    fn beside_openkruise_is_a_flag_and_an_env() {
+        let s = serve(BESIDE).unwrap();
+        assert!(s.beside_openkruise);
+        assert_eq!(s.leader_election.name, "kruise-pod-webhook");
+        let mut off = BESIDE.to_vec();
+        off[2] = "--beside-openkruise=false";
+        assert!(!serve(&off).unwrap().beside_openkruise);
+        assert!(
+            Cli::try_parse_from(["kw", "serve", "--beside-openkruise=maybe"]).is_err(),
+            "a boolean"
+        );
+        let env = |long: &str| {
+            use clap::CommandFactory;
+            let cli = Cli::command();
+            let serve = cli.find_subcommand("serve").unwrap();
+            serve
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .and_then(|a| a.get_env())
+                .map(|e| e.to_string_lossy().into_owned())
+        };
+        assert_eq!(
+            env("beside-openkruise").as_deref(),
+            Some("BESIDE_OPENKRUISE")
+        );
+        assert_eq!(env("mutating-webhook-configuration-name"), None);
+    }
+
+    #[test]
+    fn beside_openkruise_refuses_openkruises_names() {
+        // Each of our names in turn set back to OpenKruise's: refused, naming the flag.
+        for (i, flag) in [
+            (3, "--mutating-webhook-configuration-name"),
+            (4, "--validating-webhook-configuration-name"),
+            (5, "--service-name"),
+            (6, "--secret-name"),
+            (7, "--leader-election-id"),
+        ] {
+            let mut args = BESIDE.to_vec();
+            args.remove(i);
+            let e = serve(&args).unwrap_err();
+            assert!(
+                matches!(e, ConfigError::OpenKruiseName { .. }) && e.to_string().contains(flag),
+                "{flag}: {e}"
+            );
+        }
+        // The Lease is kruise-manager's only in its namespace, and only if we take one.
+        let mut args = BESIDE.to_vec();
+        args[7] = "--leader-election-namespace=elsewhere";
+        assert_eq!(serve(&args).unwrap().leader_election.name, "kruise-manager");
+        args[7] = "--enable-leader-election=false";
+        assert!(serve(&args).is_ok());
+        // Outside the mode OpenKruise's names are the defaults.
+        assert!(serve(&["kw", "serve"]).is_ok());
+    }
+
+    #[test]
+    fn feature_gates_this_version_does_not_implement_are_collected_for_a_warning() {
+        let s = serve(&[
+            "kw",
+            "serve",
+            "--feature-gates=PodWebhook=true,CloneSetShortHash=true,ImagePullJobGate=true,CloneSetShortHash=false",
+        ])
+        .unwrap();
+        let gates: Vec<&str> = s.unimplemented_gates.iter().map(|(g, _)| *g).collect();
+        assert_eq!(gates, ["CloneSetShortHash", "ImagePullJobGate"]);
+        assert!(
+            serve(&["kw", "serve"])
+                .unwrap()
+                .unimplemented_gates
+                .is_empty()
+        );
     }
 
     #[test]

@@ -181,6 +181,28 @@ fn log_unserved(kinds: crate::cache::crds::Kinds) {
     }
 }
 
+/// Start-up lines about the command line itself, once each: the beside-OpenKruise mode (DECISIONS 27), and
+/// every feature gate named that this version accepts but does not implement.
+fn announce(config: &ServeConfig) {
+    if config.beside_openkruise {
+        tracing::info!(
+            mutating_configuration = %config.mutating_configuration,
+            validating_configuration = %config.validating_configuration,
+            service = %config.service_name,
+            secret = %config.secret_name,
+            lease = %config.leader_election.name,
+            "beside OpenKruise: only these objects of ours are written; CustomResourceDefinitions never are (kruise-manager owns them and their conversion)"
+        );
+    }
+    for (gate, feature) in &config.unimplemented_gates {
+        tracing::warn!(
+            %gate,
+            in_openkruise = %feature,
+            "feature gate accepted but not implemented by kruise-webhook: setting it changes nothing"
+        );
+    }
+}
+
 /// Binds `addr`, non-blocking for tokio. The unspecified IPv6 address (the default: both families, as Go's
 /// `:port`) falls back to 0.0.0.0 on a host without IPv6.
 fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
@@ -235,6 +257,7 @@ pub async fn start_with(
     config: ServeConfig,
     before_decide: Option<BeforeDecide>,
 ) -> anyhow::Result<Server> {
+    announce(&config);
     let (cluster, client, kinds) = if config.standalone() {
         let fixture = crate::cache::load_objects(&config.objects)?;
         tracing::info!(

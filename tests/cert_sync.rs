@@ -744,3 +744,139 @@ async fn external_readiness_survives_an_unreachable_apiserver_but_not_a_wrong_ca
         .await;
     manager.stop();
 }
+
+/// DECISIONS 27, issue 38: beside OpenKruise a replica keeps its own Secret and webhook configurations (the names
+/// of deploy/overlays/beside-openkruise) and never reads or writes a CustomResourceDefinition, not even a Kruise
+/// CRD whose conversion calls our Service; kruise-manager's configurations and CRDs are never asked for. The mock
+/// apiserver fails the test on any request other than the one expected next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beside_openkruise_keeps_its_own_configurations_and_never_writes_crds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = cluster_config(dir.path());
+    config.beside_openkruise = true;
+    config.secret_name = "kruise-pod-webhook-certs".to_owned();
+    config.service_name = "kruise-pod-webhook-service".to_owned();
+    config.mutating_configuration = "kruise-mutating-webhook-configuration-pod".to_owned();
+    config.validating_configuration = "kruise-validating-webhook-configuration-pod".to_owned();
+    let (handle, store, readiness, manager) = start(config);
+
+    let secret = "/api/v1/namespaces/kruise-system/secrets/kruise-pod-webhook-certs";
+    let mutating = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kruise-mutating-webhook-configuration-pod";
+    let validating = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kruise-validating-webhook-configuration-pod";
+    let ours = |name: &str, path: &str| {
+        let mut hook = service_hook(name, path);
+        hook["clientConfig"]["service"]["name"] = json!("kruise-pod-webhook-service");
+        hook
+    };
+    let crd_path = |name: &str| format!("{CRDS}/{name}");
+    let mut our_conversion = our_service_conversion();
+    our_conversion["service"]["name"] = json!("kruise-pod-webhook-service");
+    // kruise-manager's objects: its two configurations and the CRDs it keeps, one of them (by hand, or by a
+    // replica of another mode) pointing at our Service.
+    let openkruise = [
+        (
+            MUTATING.to_owned(),
+            configuration(
+                "MutatingWebhookConfiguration",
+                "kruise-mutating-webhook-configuration",
+                json!([service_hook(
+                    "mcloneset.kb.io",
+                    "/mutate-apps-kruise-io-v1alpha1-cloneset"
+                )]),
+            ),
+        ),
+        (
+            VALIDATING.to_owned(),
+            configuration(
+                "ValidatingWebhookConfiguration",
+                "kruise-validating-webhook-configuration",
+                json!([service_hook(
+                    "vcloneset.kb.io",
+                    "/validate-apps-kruise-io-v1alpha1-cloneset"
+                )]),
+            ),
+        ),
+        (
+            crd_path("statefulsets.apps.kruise.io"),
+            conversion_crd(
+                "statefulsets.apps.kruise.io",
+                "apps.kruise.io",
+                "Webhook",
+                our_service_conversion(),
+            ),
+        ),
+        (
+            crd_path("sidecarsets.apps.kruise.io"),
+            conversion_crd(
+                "sidecarsets.apps.kruise.io",
+                "apps.kruise.io",
+                "Webhook",
+                our_conversion,
+            ),
+        ),
+    ];
+    let mut apiserver = FakeApiserver::new(
+        handle,
+        openkruise.iter().cloned().chain([
+            (
+                mutating.to_owned(),
+                configuration(
+                    "MutatingWebhookConfiguration",
+                    "kruise-mutating-webhook-configuration-pod",
+                    json!([ours("mpod.kb.io", "/mutate-pod")]),
+                ),
+            ),
+            (
+                validating.to_owned(),
+                configuration(
+                    "ValidatingWebhookConfiguration",
+                    "kruise-validating-webhook-configuration-pod",
+                    json!([ours("vnamespace.kb.io", "/validate-namespace")]),
+                ),
+            ),
+        ]),
+    );
+
+    // Sync 1: our Secret is created, our configurations get the caBundle; no CRD is listed or patched.
+    apiserver.answer(Method::GET, secret).await;
+    let created = apiserver
+        .answer(Method::POST, "/api/v1/namespaces/kruise-system/secrets")
+        .await;
+    assert_eq!(created["metadata"]["name"], "kruise-pod-webhook-certs");
+    let cert = kruise_certs::inspect(
+        &String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(created["data"]["cert.pem"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        cert.dns_names
+            .contains(&"kruise-pod-webhook-service.kruise-system.svc".to_owned()),
+        "{:?}",
+        cert.dns_names
+    );
+    for path in [mutating, validating] {
+        apiserver.answer(Method::GET, path).await;
+        let patch = apiserver.answer(Method::PATCH, path).await;
+        assert!(
+            patch["webhooks"][0]["clientConfig"]["caBundle"].is_string(),
+            "{patch}"
+        );
+    }
+    let manager = manager.await.unwrap().unwrap();
+    assert!(store.loaded());
+    assert!(readiness.ca_bundle_in_place());
+
+    // Sync 2 reads ours and writes nothing; the next call is sync 3's Secret read, not a CRD list.
+    for path in [secret, mutating, validating] {
+        apiserver.answer(Method::GET, path).await;
+    }
+    apiserver.before(Method::GET, secret, || {}).await;
+    manager.stop();
+    for (path, object) in &openkruise {
+        assert_eq!(&apiserver.objects[path], object, "{path} untouched");
+    }
+}

@@ -434,6 +434,569 @@ fn the_cert_manager_overlay_runs_on_cert_managers_secret() {
     assert_eq!(failure_policies(&objects), failure_policies(&base));
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Beside OpenKruise (deploy/overlays/beside-openkruise, deploy/openkruise-side; DECISIONS 27)
+
+/// What OpenKruise's Helm chart 1.8.3 (openkruise/charts, versions/kruise/1.8.3/templates) and kruise-manager
+/// create in a cluster, by kind and name. Nothing the beside overlay renders may be one of them, nor any
+/// Namespace or CRD.
+const OPENKRUISE_OBJECTS: &[(&str, &str)] = &[
+    ("Namespace", "kruise-system"),
+    ("Namespace", "kruise-daemon-config"),
+    ("Service", "kruise-webhook-service"),
+    ("Secret", "kruise-webhook-certs"),
+    ("ConfigMap", "kruise-configuration"),
+    ("Lease", "kruise-manager"),
+    ("Deployment", "kruise-controller-manager"),
+    ("DaemonSet", "kruise-daemon"),
+    ("ServiceAccount", "kruise-manager"),
+    ("ServiceAccount", "kruise-daemon"),
+    ("ServiceAccount", "kruise-helm-hook"),
+    ("Role", "kruise-leader-election-role"),
+    ("Role", "kruise-webhook-role"),
+    ("Role", "kruise-daemon-secret-role"),
+    ("RoleBinding", "kruise-leader-election-rolebinding"),
+    ("RoleBinding", "kruise-webhook-rolebinding"),
+    ("RoleBinding", "kruise-daemon-secret-rolebinding"),
+    ("ClusterRole", "kruise-manager-role"),
+    ("ClusterRole", "kruise-daemon-role"),
+    ("ClusterRole", "kruise-certs-role"),
+    ("ClusterRole", "kruise-helm-hook-role"),
+    ("ClusterRole", "aggregate-kruise-view"),
+    ("ClusterRole", "aggregate-kruise-edit"),
+    ("ClusterRole", "aggregate-kruise-admin"),
+    ("ClusterRoleBinding", "kruise-manager-rolebinding"),
+    ("ClusterRoleBinding", "kruise-daemon-rolebinding"),
+    ("ClusterRoleBinding", "kruise-certs-rolebinding"),
+    ("ClusterRoleBinding", "kruise-helm-hook-rolebinding"),
+    (
+        "MutatingWebhookConfiguration",
+        "kruise-mutating-webhook-configuration",
+    ),
+    (
+        "ValidatingWebhookConfiguration",
+        "kruise-validating-webhook-configuration",
+    ),
+];
+
+/// The webhooks kruise-webhook serves beside OpenKruise (issue 38, DECISIONS 27): the pod webhooks, the
+/// SidecarSet, PodUnavailableBudget and WorkloadSpread ones, and deletion protection as the base has it.
+const BESIDE_MUTATING: &[&str] = &["mpod.kb.io", "msidecarset.kb.io"];
+const BESIDE_VALIDATING: &[&str] = &[
+    "vpod.kb.io",
+    "vpodeviction.kb.io",
+    "vsidecarset.kb.io",
+    "vpodunavailablebudget.kb.io",
+    "vworkloadspread.kb.io",
+    "vnamespace.kb.io",
+    "vcustomresourcedefinition.kb.io",
+    "vbuiltindeployment.kb.io",
+    "vbuiltinreplicaset.kb.io",
+    "vbuiltinstatefulset.kb.io",
+    "vservice.kb.io",
+    "vingress.kb.io",
+    "vcloneset.kb.io",
+    "vstatefulset.kb.io",
+    "vuniteddeployment.kb.io",
+];
+
+/// The labels of `selector` (a map of label to value) all on `labels`.
+fn selects_labels(selector: &Value, labels: &Value) -> bool {
+    selector
+        .as_object()
+        .is_some_and(|s| !s.is_empty() && s.iter().all(|(k, v)| labels.get(k) == Some(v)))
+}
+
+/// Verbs that change an object.
+const WRITE_VERBS: &[&str] = &[
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+    "*",
+];
+
+/// The rules of `role` that grant a write on `resource` (group `group`), as (resourceNames, write verbs).
+fn writes(role: &Value, group: &str, resource: &str) -> Vec<(Option<Vec<String>>, Vec<String>)> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect()
+    };
+    role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            let lists =
+                |key: &str, want: &str| strings(&r[key]).iter().any(|v| v == want || v == "*");
+            lists("apiGroups", group) && lists("resources", resource)
+        })
+        .filter_map(|r| {
+            let verbs: Vec<String> = strings(&r["verbs"])
+                .into_iter()
+                .filter(|v| WRITE_VERBS.contains(&v.as_str()))
+                .collect();
+            (!verbs.is_empty()).then(|| (r.get("resourceNames").map(strings), verbs))
+        })
+        .collect()
+}
+
+#[test]
+fn the_beside_overlay_touches_no_object_of_openkruises_and_names_its_own_consistently() {
+    let dir = deploy().join("overlays/beside-openkruise");
+    let objects = render(&dir);
+    let (log_format, serve) = check_all("overlays/beside-openkruise", &objects);
+    assert_eq!(log_format, LogFormat::Json);
+    assert!(serve.beside_openkruise, "--beside-openkruise");
+    assert_eq!(serve.cert_source, CertSource::SelfManaged);
+    assert_eq!(
+        serve.namespace, "kruise-system",
+        "OpenKruise's namespace, shared"
+    );
+    assert_eq!(serve.webhook_host, None);
+
+    // Nothing of OpenKruise's chart or kruise-manager, no Namespace, no CRD; and none of our names is one of
+    // theirs, whatever the kind (the binary writes the Secret and the Lease, which no manifest holds).
+    let theirs: BTreeSet<&str> = OPENKRUISE_OBJECTS.iter().map(|(_, n)| *n).collect();
+    for object in &objects {
+        let (kind, name) = (
+            object["kind"].as_str().unwrap(),
+            object["metadata"]["name"].as_str().unwrap(),
+        );
+        assert!(
+            !OPENKRUISE_OBJECTS.contains(&(kind, name)),
+            "{kind} {name} is OpenKruise's"
+        );
+        assert!(
+            !["Namespace", "CustomResourceDefinition"].contains(&kind),
+            "{kind} {name}: the chart's"
+        );
+        assert_eq!(
+            object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("kruise-system"),
+            "kruise-system"
+        );
+    }
+    let ours = [
+        serve.mutating_configuration.as_str(),
+        serve.validating_configuration.as_str(),
+        serve.service_name.as_str(),
+        serve.secret_name.as_str(),
+        serve.leader_election.name.as_str(),
+    ];
+    assert_eq!(
+        ours,
+        [
+            "kruise-mutating-webhook-configuration-pod",
+            "kruise-validating-webhook-configuration-pod",
+            "kruise-pod-webhook-service",
+            "kruise-pod-webhook-certs",
+            "kruise-pod-webhook",
+        ]
+    );
+    for name in ours {
+        assert!(!theirs.contains(name), "{name} is OpenKruise's");
+    }
+    assert_eq!(serve.leader_election.namespace, serve.namespace);
+    // Ours run right after kruise-manager's: the API server calls mutating configurations in name order.
+    assert!(kruise_webhook::certs::MUTATING_CONFIGURATION < serve.mutating_configuration.as_str());
+    assert!(
+        serve
+            .mutating_configuration
+            .starts_with(kruise_webhook::certs::MUTATING_CONFIGURATION)
+    );
+
+    // Exactly the webhooks taken over, on paths the binary serves (the registry's), calling our Service.
+    let served: BTreeSet<&str> = kruise_webhooks::registry::routes(&serve.gates, Served::ALL)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    for (kind, name, want) in [
+        (
+            "MutatingWebhookConfiguration",
+            &serve.mutating_configuration,
+            BESIDE_MUTATING,
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            &serve.validating_configuration,
+            BESIDE_VALIDATING,
+        ),
+    ] {
+        let config = find(&objects, kind, name);
+        let hooks = config["webhooks"].as_array().unwrap();
+        let names: BTreeSet<&str> = hooks.iter().map(|h| h["name"].as_str().unwrap()).collect();
+        assert_eq!(names, want.iter().copied().collect(), "{kind}");
+        for hook in hooks {
+            let hook_name = hook["name"].as_str().unwrap();
+            let service = &hook["clientConfig"]["service"];
+            assert_eq!(service["name"], serve.service_name.as_str(), "{hook_name}");
+            assert_eq!(
+                service["namespace"],
+                serve.namespace.as_str(),
+                "{hook_name}"
+            );
+            let path = service["path"].as_str().unwrap();
+            assert!(served.contains(path), "{hook_name}: {path} is not served");
+            let spec = WEBHOOKS.iter().find(|w| w.name == hook_name).unwrap();
+            assert_eq!(path, spec.path, "{hook_name}");
+        }
+    }
+    // Deletion protection as the base has it: every such webhook of the registry.
+    for spec in WEBHOOKS.iter().filter(|w| deletion_protection(w.name)) {
+        assert!(BESIDE_VALIDATING.contains(&spec.name), "{}", spec.name);
+    }
+    // Otherwise the base's configurations (rules, selectors, failurePolicy, timeouts): names put back, equal.
+    let base = render(&deploy().join("base"));
+    for (kind, name, base_name) in [
+        (
+            "MutatingWebhookConfiguration",
+            &serve.mutating_configuration,
+            kruise_webhook::certs::MUTATING_CONFIGURATION,
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            &serve.validating_configuration,
+            kruise_webhook::certs::VALIDATING_CONFIGURATION,
+        ),
+    ] {
+        let mut config = find(&objects, kind, name).clone();
+        config["metadata"]["name"] = json!(base_name);
+        for hook in config["webhooks"].as_array_mut().unwrap() {
+            hook["clientConfig"]["service"]["name"] = json!("kruise-webhook-service");
+        }
+        assert_eq!(&config, find(&base, kind, base_name), "{kind}");
+    }
+
+    // Our Service selects our pods, OpenKruise's (control-plane=controller-manager) does not.
+    let service = find(&objects, "Service", &serve.service_name);
+    let pod_labels =
+        &find(&objects, "Deployment", "kruise-webhook")["spec"]["template"]["metadata"]["labels"];
+    assert!(selects_labels(&service["spec"]["selector"], pod_labels));
+    assert!(!selects_labels(
+        &json!({"control-plane": "controller-manager"}),
+        pod_labels
+    ));
+    for (kind, selector) in [
+        ("Deployment", "/spec/selector/matchLabels"),
+        ("PodDisruptionBudget", "/spec/selector/matchLabels"),
+    ] {
+        let selector = find(&objects, kind, "kruise-webhook")
+            .pointer(selector)
+            .unwrap();
+        assert!(selects_labels(selector, pod_labels), "{kind}");
+    }
+    // ... on the base's ports.
+    assert_eq!(
+        service["spec"]["ports"],
+        find(&base, "Service", "kruise-webhook-service")["spec"]["ports"]
+    );
+
+    // RBAC: writes only to our names; no CRD written; OpenKruise's ConfigMap read only.
+    let role = find(&objects, "Role", "kruise-webhook");
+    let cluster_role = find(&objects, "ClusterRole", "kruise-webhook");
+    let named_only = |role: &Value, group: &str, resource: &str, names: &[&str]| {
+        for (resource_names, verbs) in writes(role, group, resource) {
+            match resource_names {
+                Some(n) => assert_eq!(n, names, "{resource} {verbs:?}"),
+                // create cannot be restricted by name, and creates no object that exists.
+                None => assert_eq!(verbs, ["create"], "{resource}: {verbs:?} on every name"),
+            }
+        }
+    };
+    named_only(role, "", "secrets", &[&serve.secret_name]);
+    named_only(
+        role,
+        "coordination.k8s.io",
+        "leases",
+        &[&serve.leader_election.name],
+    );
+    named_only(role, "", "configmaps", &[]);
+    for resource in [
+        "mutatingwebhookconfigurations",
+        "validatingwebhookconfigurations",
+    ] {
+        let granted = writes(cluster_role, "admissionregistration.k8s.io", resource);
+        assert_eq!(
+            granted,
+            [(
+                Some(vec![
+                    serve.mutating_configuration.clone(),
+                    serve.validating_configuration.clone()
+                ]),
+                vec!["update".to_owned(), "patch".to_owned()]
+            )],
+            "{resource}"
+        );
+    }
+    for (group, resource) in [
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("", "services"),
+        ("", "namespaces"),
+        ("", "serviceaccounts"),
+        ("apps", "deployments"),
+        ("apps", "daemonsets"),
+    ] {
+        for role in [role, cluster_role] {
+            assert_eq!(writes(role, group, resource), [], "{resource}");
+        }
+    }
+    for role in objects
+        .iter()
+        .filter(|o| o["kind"] == "Role" || o["kind"] == "ClusterRole")
+    {
+        for rule in role["rules"].as_array().into_iter().flatten() {
+            for name in rule["resourceNames"].as_array().into_iter().flatten() {
+                let name = name.as_str().unwrap();
+                let verbs = rule["verbs"].as_array().unwrap();
+                let writes = verbs
+                    .iter()
+                    .any(|v| WRITE_VERBS.contains(&v.as_str().unwrap()));
+                assert!(!(writes && theirs.contains(name)), "{name}: {verbs:?}");
+            }
+        }
+    }
+    // The RBAC subjects are our ServiceAccount, which the Deployment runs as.
+    assert_eq!(
+        find(&objects, "Deployment", "kruise-webhook")["spec"]["template"]["spec"]["serviceAccountName"],
+        "kruise-webhook"
+    );
+}
+
+#[test]
+fn the_beside_first_apply_only_relaxes_failure_policies() {
+    let beside = render(&deploy().join("overlays/beside-openkruise"));
+    let objects = render(&deploy().join("overlays/beside-openkruise-first-apply"));
+    let (_, serve) = check_all("overlays/beside-openkruise-first-apply", &objects);
+    assert!(serve.beside_openkruise);
+    let changed = changed_objects(&beside, &objects);
+    assert_eq!(
+        changed,
+        BTreeSet::from([
+            (
+                "MutatingWebhookConfiguration".to_owned(),
+                serve.mutating_configuration.clone()
+            ),
+            (
+                "ValidatingWebhookConfiguration".to_owned(),
+                serve.validating_configuration.clone()
+            ),
+        ])
+    );
+    let mut restored = objects.clone();
+    for config in &mut restored {
+        for hook in config
+            .get_mut("webhooks")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            assert_eq!(hook["failurePolicy"], "Ignore", "{}", hook["name"]);
+            let spec = WEBHOOKS.iter().find(|w| hook["name"] == w.name).unwrap();
+            if spec.failure_policy == FailurePolicy::Fail {
+                hook["failurePolicy"] = json!("Fail");
+            }
+        }
+    }
+    assert_eq!(restored, beside, "only the failurePolicy changed");
+}
+
+/// The OpenKruise side's kustomization as `post-renderer.sh` runs it, on `chart` (Helm's output, relative to
+/// the repository root) in place of the `helm-output.yaml` the script writes.
+fn openkruise_side_on(chart: &str) -> Result<Vec<Value>, kustomize::Error> {
+    let dir = deploy().join("openkruise-side");
+    let mut k = kustomize::read_yaml(&dir.join("kustomization.yaml"))?.remove(0);
+    assert_eq!(
+        k["resources"],
+        json!(["helm-output.yaml"]),
+        "what the script writes"
+    );
+    k["resources"] = json!([format!("../../{chart}")]);
+    kustomize::build_from(&dir, &k)
+}
+
+const CHART_PODWEBHOOK_FALSE: &str =
+    "tests/data/openkruise-v1.8.3/webhookconfiguration-podwebhook-false.yaml";
+
+#[test]
+fn the_openkruise_side_deletes_exactly_the_four_webhooks_taken_over() {
+    let chart = kustomize::read_yaml(&common::root().join(CHART_PODWEBHOOK_FALSE)).unwrap();
+    let rendered = openkruise_side_on(CHART_PODWEBHOOK_FALSE).unwrap_or_else(|e| panic!("{e}"));
+    let gone = [
+        "msidecarset.kb.io",
+        "vsidecarset.kb.io",
+        "vpodunavailablebudget.kb.io",
+        "vworkloadspread.kb.io",
+    ];
+    // The chart as rendered with those four entries taken out is, value for value, what the patch gives.
+    let mut want = chart.clone();
+    let mut taken = Vec::new();
+    for config in &mut want {
+        let hooks = config["webhooks"].as_array_mut().unwrap();
+        hooks.retain(|h| {
+            let name = h["name"].as_str().unwrap();
+            let delete = gone.contains(&name);
+            if delete {
+                taken.push(name.to_owned());
+            }
+            !delete
+        });
+    }
+    taken.sort();
+    let mut expected: Vec<String> = gone.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(
+        taken, expected,
+        "all four are in the chart's configurations"
+    );
+    assert_eq!(rendered, want);
+    // And nothing of the chart's pod webhooks is left for kruise-manager (PodWebhook=false left them out).
+    for object in &rendered {
+        for hook in object["webhooks"].as_array().unwrap() {
+            assert!(
+                !["mpod.kb.io", "vpod.kb.io", "vpodeviction.kb.io"]
+                    .contains(&hook["name"].as_str().unwrap()),
+                "{}",
+                hook["name"]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_openkruise_side_values_switch_off_what_kruise_webhook_runs() {
+    let values = kustomize::read_yaml(&deploy().join("openkruise-side/values.yaml"))
+        .unwrap()
+        .remove(0);
+    let spec = values["featureGates"]
+        .as_str()
+        .expect("featureGates, one string");
+    // OpenKruise's gate names and syntax (our parser takes exactly those).
+    let gates = kruise_webhooks::FeatureGates::parse(spec).unwrap();
+    let named: BTreeMap<&str, &str> = spec
+        .split(',')
+        .map(|item| item.split_once('=').unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        BTreeMap::from([
+            ("ImagePullJobGate", "true"),
+            ("PodWebhook", "false"),
+            ("ResourcesDeletionProtection", "false"),
+        ]),
+        "the chart's default gate kept, SidecarTerminator left at its default (off)"
+    );
+    assert!(!gates.enabled("PodWebhook") && !gates.enabled("ResourcesDeletionProtection"));
+    // The chart leaves the pod webhooks out when its featureGates string contains this (templates/
+    // webhookconfiguration.yaml: `contains "PodWebhook=false" .Values.featureGates`).
+    assert!(spec.contains("PodWebhook=false"));
+    assert_eq!(
+        values.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["featureGates"],
+        "nothing else of the user's values is overridden"
+    );
+}
+
+/// The kubectl to cross-check this renderer with: `KUBECTL`, else `$KUBEBUILDER_ASSETS/kubectl` (where the
+/// real-apiserver tier finds its binaries); `None` where neither is (CI machines without them skip).
+fn kubectl() -> Option<PathBuf> {
+    let path = std::env::var_os("KUBECTL").map(PathBuf::from).or_else(|| {
+        std::env::var_os("KUBEBUILDER_ASSETS").map(|d| PathBuf::from(d).join("kubectl"))
+    })?;
+    path.is_file().then_some(path)
+}
+
+/// Objects by (apiVersion, kind, namespace, name).
+fn by_identity(objects: Vec<Value>) -> BTreeMap<(String, String, String, String), Value> {
+    objects
+        .into_iter()
+        .map(|o| {
+            let field = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (
+                (
+                    field(&o["apiVersion"]),
+                    field(&o["kind"]),
+                    field(&o["metadata"]["namespace"]),
+                    field(&o["metadata"]["name"]),
+                ),
+                o,
+            )
+        })
+        .collect()
+}
+
+fn run(command: &mut std::process::Command, stdin: Option<&str>) -> String {
+    use std::io::Write;
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.unwrap_or_default().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Where kubectl is at hand, its kustomize renders the beside overlays, and `post-renderer.sh` the chart, to the
+/// objects this renderer gives (kustomize also rewrites references on renames and strategic merges; the
+/// renderer refuses those it does not do the same).
+#[test]
+fn kubectl_renders_the_beside_overlays_and_the_post_renderer_as_this_renderer() {
+    let Some(kubectl) = kubectl() else {
+        eprintln!("skipped: no KUBECTL, and no kubectl in KUBEBUILDER_ASSETS");
+        return;
+    };
+    for dir in [
+        "overlays/beside-openkruise",
+        "overlays/beside-openkruise-first-apply",
+        "base",
+        "overlays/cert-manager",
+    ] {
+        let text = run(
+            std::process::Command::new(&kubectl)
+                .arg("kustomize")
+                .arg(deploy().join(dir)),
+            None,
+        );
+        let theirs = by_identity(kustomize::parse_yaml(&text).unwrap());
+        let ours = by_identity(render(&deploy().join(dir)));
+        assert_eq!(
+            theirs.keys().collect::<Vec<_>>(),
+            ours.keys().collect::<Vec<_>>(),
+            "{dir}"
+        );
+        for (id, object) in &ours {
+            assert_eq!(&theirs[id], object, "{dir}: {id:?}");
+        }
+    }
+    let chart = common::read(&common::root().join(CHART_PODWEBHOOK_FALSE));
+    let text = run(
+        std::process::Command::new(deploy().join("openkruise-side/post-renderer.sh"))
+            .env("KUBECTL", &kubectl),
+        Some(&chart),
+    );
+    assert_eq!(
+        by_identity(kustomize::parse_yaml(&text).unwrap()),
+        by_identity(openkruise_side_on(CHART_PODWEBHOOK_FALSE).unwrap())
+    );
+}
+
 #[test]
 fn every_component_renders_over_the_base() {
     let base = render(&deploy().join("base"));
@@ -580,6 +1143,13 @@ fn every_component_and_example_is_documented() {
             "deploy/README.md does not mention {name}"
         );
     }
+    for dir in dirs("overlays") {
+        let name = format!("overlays/{}", name_of(&dir));
+        assert!(
+            readme.contains(&name),
+            "deploy/README.md does not mention {name}"
+        );
+    }
     for dir in dirs("examples") {
         // Shown in full, so that the text a reader copies is the one rendered here.
         let text = common::read(&dir.join("kustomization.yaml"));
@@ -652,6 +1222,22 @@ fn the_renderer_refuses_what_it_does_not_understand() {
             "no container",
         ),
         (json!({"resources": ["base", "base"]}), "twice"),
+        (
+            json!({"patches": [{"patch": "apiVersion: v1\nkind: Service\nmetadata: {name: kruise-webhook-service, namespace: kruise-system}\n$patch: replace\n"}]}),
+            "only `$patch: delete`",
+        ),
+        (
+            json!({"patches": [{"patch": "apiVersion: v1\nkind: Service\nmetadata: {name: nothing, namespace: kruise-system}\n$patch: delete\n"}]}),
+            "matches no object",
+        ),
+        (
+            json!({"patches": [{"patch": "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: kruise-validating-webhook-configuration}\nwebhooks:\n- {name: vnothing.kb.io, $patch: delete}\n"}]}),
+            "has no webhook vnothing.kb.io",
+        ),
+        (
+            json!({"patches": [{"target": {"kind": "Service"}, "patch": "- {op: replace, path: /metadata/name, value: other}"}]}),
+            "would rename the references",
+        ),
         (json!({"components": ["base"]}), "Component"),
     ] {
         let error = render_error(fields.clone());

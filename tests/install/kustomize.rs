@@ -2,12 +2,16 @@
 //!
 //! Understood: `resources` (files of one or more YAML documents, and directories holding a
 //! `kustomization.yaml` of kind Kustomization), `components` (directories holding a `kustomization.yaml` of
-//! kind Component), `patches` with a `target` (group, version, kind, name, namespace) whose content, from
-//! `path` or inline `patch`, is a JSON6902 list, `labels` without selectors or templates, `replicas` and
-//! `images`; in kustomize's order: resources, components, then patches, labels, replicas, images. Anything
-//! else is an error naming it: a field this renderer does not know, a strategic-merge patch, a target
-//! selector by label, a patch, replica count or image that matches no object, a `test` operation that fails,
-//! two objects with the same identity. So a kustomization that renders here renders the same in kustomize.
+//! kind Component), `patches` whose content, from `path` or inline `patch`, is a JSON6902 list with a `target`
+//! (group, version, kind, name, namespace), or one of two strategic-merge deletions: `$patch: delete` of whole
+//! objects (those of the `target`, else the one the patch names), and `$patch: delete` of entries of an
+//! object's `webhooks` by `name` (the list's merge key); `labels` without selectors or templates, `replicas`
+//! and `images`; in kustomize's order: resources, components, then patches, labels, replicas, images.
+//! Anything else is an error naming it: a field this renderer does not know, any other strategic-merge patch,
+//! a target selector by label, a patch, replica count or image that matches no object, a webhook to delete
+//! that is not there, a `test` operation that fails, a patch renaming an object kustomize tracks references
+//! to (it renames them too; this renderer does not), two objects with the same identity. So a kustomization
+//! that renders here renders the same in kustomize.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -57,7 +61,8 @@ pub fn read_yaml(path: &Path) -> Result<Vec<Value>, Error> {
     parse_yaml(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn parse_yaml(text: &str) -> Result<Vec<Value>, Error> {
+/// Every YAML document of `text`, as JSON.
+pub fn parse_yaml(text: &str) -> Result<Vec<Value>, Error> {
     serde_saphyr::from_multiple(text).map_err(|e| e.to_string())
 }
 
@@ -210,7 +215,7 @@ fn selects(target: &Value, object: &Value) -> Result<bool, Error> {
         )?)
 }
 
-fn patch(dir: &Path, p: &Value, objects: &mut [Value]) -> Result<(), Error> {
+fn patch(dir: &Path, p: &Value, objects: &mut Vec<Value>) -> Result<(), Error> {
     only(p, &["path", "patch", "target"], "patch")?;
     let (text, origin) = match (p.get("path"), p.get("patch")) {
         (Some(path), None) => {
@@ -223,9 +228,13 @@ fn patch(dir: &Path, p: &Value, objects: &mut [Value]) -> Result<(), Error> {
         _ => return Err("exactly one of path and patch".into()),
     };
     let mut docs = parse_yaml(&text).map_err(|e| format!("{origin}: {e}"))?;
+    if !docs.is_empty() && docs.iter().all(Value::is_object) {
+        return strategic_delete(&docs, p.get("target"), objects)
+            .map_err(|e| format!("{origin}: {e}"));
+    }
     if docs.len() != 1 || !docs[0].is_array() {
         return Err(format!(
-            "{origin}: not a JSON6902 list (strategic-merge patches are not understood)"
+            "{origin}: not a JSON6902 list (strategic-merge patches are not understood, but for `$patch: delete`)"
         ));
     }
     for op in docs[0].as_array().unwrap() {
@@ -243,13 +252,102 @@ fn patch(dir: &Path, p: &Value, objects: &mut [Value]) -> Result<(), Error> {
     let mut matched = 0;
     for object in objects.iter_mut() {
         if selects(target, object)? {
+            let before = object["metadata"]["name"].clone();
             json_patch::patch(object, &ops.0)
                 .map_err(|e| format!("{origin} on {:?}: {e}", identity(object)))?;
+            if object["metadata"]["name"] != before && !RENAMED_ALONE.contains(&kind(object)) {
+                return Err(format!(
+                    "{origin}: renames {:?}; kustomize would rename the references to it too, this renderer does not",
+                    identity(object)
+                ));
+            }
             matched += 1;
         }
     }
     if matched == 0 {
         return Err(format!("{origin}: target {target} matches no object"));
+    }
+    Ok(())
+}
+
+/// Kinds a patch may rename: nothing refers to them by name, so kustomize renames nothing else with them.
+const RENAMED_ALONE: &[&str] = &[
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+fn kind(object: &Value) -> &str {
+    object["kind"].as_str().unwrap_or_default()
+}
+
+/// The strategic-merge patches understood (see the module's documentation), each document on its own: a
+/// whole object deleted, or entries of its `webhooks` deleted by name.
+fn strategic_delete(
+    docs: &[Value],
+    target: Option<&Value>,
+    objects: &mut Vec<Value>,
+) -> Result<(), Error> {
+    for doc in docs {
+        only(
+            doc,
+            &["apiVersion", "kind", "metadata", "$patch", "webhooks"],
+            "strategic-merge patch",
+        )?;
+        only(&doc["metadata"], &["name", "namespace"], "its metadata")?;
+        let named = |object: &Value| -> Result<bool, Error> {
+            match target {
+                Some(target) => selects(target, object),
+                None => Ok(identity(object) == identity(doc)),
+            }
+        };
+        let mut matched = Vec::new();
+        for (i, object) in objects.iter().enumerate() {
+            if named(object)? {
+                matched.push(i);
+            }
+        }
+        if matched.is_empty() {
+            return Err(format!("{:?} matches no object", identity(doc)));
+        }
+        match (doc.get("$patch"), doc.get("webhooks")) {
+            (Some(delete), None) if delete == "delete" => {
+                for i in matched.into_iter().rev() {
+                    objects.remove(i);
+                }
+            }
+            (None, Some(Value::Array(entries))) => {
+                for i in matched {
+                    delete_webhooks(&mut objects[i], entries)?;
+                }
+            }
+            _ => {
+                return Err(
+                    "only `$patch: delete` of a whole object, or of `webhooks` entries, is understood"
+                        .into(),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes from `object`'s `webhooks` each entry `{name: <name>, $patch: delete}` of `entries` names.
+fn delete_webhooks(object: &mut Value, entries: &[Value]) -> Result<(), Error> {
+    let id = identity(object);
+    let hooks = object["webhooks"]
+        .as_array_mut()
+        .ok_or_else(|| format!("{id:?} has no webhooks"))?;
+    for entry in entries {
+        only(entry, &["name", "$patch"], "a webhooks entry")?;
+        if entry["$patch"] != "delete" {
+            return Err(format!("{entry}: only `$patch: delete` is understood"));
+        }
+        let name = string(&entry["name"], "name")?;
+        let at = hooks
+            .iter()
+            .position(|h| h["name"] == name)
+            .ok_or_else(|| format!("{id:?} has no webhook {name}"))?;
+        hooks.remove(at);
     }
     Ok(())
 }

@@ -71,6 +71,102 @@ const GATES: &[(&str, bool, Stage)] = &[
 /// A feature gate name (one of OpenKruise's).
 pub type Gate = &'static str;
 
+/// OpenKruise's gates this version accepts (a kruise-manager command line works unchanged) but does not act
+/// on, each with what it switches in OpenKruise: a feature of a kind, controller or daemon kruise-webhook does
+/// not have, or (`DeletionProtectionForCRDCascadingGate`) one whose setting DECISIONS 8 overrides. Setting one
+/// changes nothing here; the server warns once at start-up for each one named in `--feature-gates`
+/// ([`not_implemented_in`]). Every other gate of OpenKruise's is read by this version, directly or through
+/// the dependency adjustments (`KruiseDaemon=false` turns `SidecarTerminator` off).
+pub const NOT_IMPLEMENTED: &[(Gate, &str)] = &[
+    ("DaemonWatchingPod", "kruise-daemon's pod watch"),
+    ("CloneSetShortHash", "the CloneSet controller"),
+    (
+        "PreDownloadImageForInPlaceUpdate",
+        "image pre-download for CloneSet and Advanced StatefulSet updates",
+    ),
+    ("CloneSetPartitionRollback", "the CloneSet controller"),
+    (
+        "TemplateNoDefaults",
+        "the defaulting of workload pod templates (CloneSet, Advanced StatefulSet, ...)",
+    ),
+    (
+        "InPlaceUpdateEnvFromMetadata",
+        "in-place updates of workloads through kruise-daemon",
+    ),
+    (
+        "StatefulSetAutoDeletePVC",
+        "the Advanced StatefulSet controller",
+    ),
+    ("PodProbeMarkerGate", "PodProbeMarker"),
+    (
+        "PreDownloadImageForDaemonSetUpdate",
+        "image pre-download for Advanced DaemonSet updates",
+    ),
+    (
+        "CloneSetEventHandlerOptimization",
+        "the CloneSet controller",
+    ),
+    (
+        "PreparingUpdateAsUpdate",
+        "the CloneSet and Advanced StatefulSet lifecycle hooks",
+    ),
+    ("ImagePullJobGate", "ImagePullJob and ImageListPullJob"),
+    ("ResourceDistributionGate", "ResourceDistribution"),
+    (
+        CRD_CASCADING,
+        "nothing here: a Cascading CRD is always protected while it has custom resources (DECISIONS 8)",
+    ),
+    (
+        "EnhancedLivenessProbe",
+        "the enhanced liveness probe step of the pod webhook, not in this version",
+    ),
+    (
+        "RecreatePodWhenChangeVCTInCloneSetGate",
+        "the CloneSet controller",
+    ),
+    (
+        "StatefulSetStartOrdinal",
+        "the Advanced StatefulSet controller",
+    ),
+    ("PodIndexLabel", "the Advanced StatefulSet controller"),
+    (
+        "StatefulSetAutoResizePVCGate",
+        "the Advanced StatefulSet controller",
+    ),
+    (
+        "ForceDeleteTimeoutExpectationGate",
+        "the workload controllers' expectations",
+    ),
+    (
+        "EnablePodProbeMarkerOnServerless",
+        "the PodProbeMarker step of the pod webhook, not in this version",
+    ),
+    (
+        "DefaultHostNetworkHostPortsInPodTemplates",
+        "the defaulting of workload pod templates",
+    ),
+    (
+        "DaemonSetPruneIneligibleNodes",
+        "the Advanced DaemonSet controller",
+    ),
+];
+
+/// The gates of [`NOT_IMPLEMENTED`] that `spec` (a `--feature-gates` value) names, each once in the order first
+/// named, with what they switch in OpenKruise. `AllAlpha` and `AllBeta` name no gate; items that do not parse
+/// are left to [`FeatureGates::parse`].
+pub fn not_implemented_in(spec: &str) -> Vec<(Gate, &'static str)> {
+    let mut named: Vec<(Gate, &'static str)> = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let name = item.split_once('=').map_or(item, |(n, _)| n).trim();
+        if let Some(entry) = NOT_IMPLEMENTED.iter().find(|(gate, _)| *gate == name)
+            && !named.contains(entry)
+        {
+            named.push(*entry);
+        }
+    }
+    named
+}
+
 /// `ResourcesDeletionProtection`.
 pub const RESOURCES_DELETION_PROTECTION: Gate = "ResourcesDeletionProtection";
 /// `DeletionProtectionForCRDCascadingGate` (no effect here: DECISIONS 8).
@@ -299,6 +395,103 @@ mod tests {
         )
         .unwrap();
         assert!(!g.enabled(CRD_CASCADING));
+    }
+
+    #[test]
+    fn every_gate_is_either_implemented_or_listed_as_not() {
+        let listed: Vec<Gate> = NOT_IMPLEMENTED.iter().map(|(g, _)| *g).collect();
+        for gate in &listed {
+            assert!(
+                GATES.iter().any(|(n, _, _)| n == gate),
+                "{gate} is not a gate"
+            );
+            assert_eq!(
+                listed.iter().filter(|g| *g == gate).count(),
+                1,
+                "{gate} listed twice"
+            );
+        }
+        // What this version reads (each gate's own constant where it has one): none of it may be listed.
+        let implemented = [
+            POD_WEBHOOK,
+            "KruiseDaemon",
+            "KruisePodReadinessGate",
+            RESOURCES_DELETION_PROTECTION,
+            crate::workloadspread::GATE,
+            crate::podunavailablebudget::DELETE_GATE,
+            crate::podunavailablebudget::UPDATE_GATE,
+            crate::podunavailablebudget::IN_PLACE_POD_VERTICAL_SCALING,
+            crate::podunavailablebudget::pod::IN_PLACE_WORKLOAD_VERTICAL_SCALING,
+            crate::sidecarset::validate::DEFAULTS_ALLOWED_GATE,
+            crate::sidecar_terminator::GATE,
+            ENABLE_EXTERNAL_CERTS,
+            "EnableSortSidecarContainerByName",
+            NATIVE_SIDECAR_CONVERSION,
+        ];
+        for gate in implemented {
+            assert!(!listed.contains(&gate), "{gate} is implemented");
+        }
+        // Every gate is classified: a new gate of OpenKruise's goes into one list or the other.
+        let mut all: Vec<Gate> = listed.iter().copied().chain(implemented).collect();
+        all.sort_unstable();
+        let mut gates: Vec<Gate> = GATES.iter().map(|(n, _, _)| *n).collect();
+        gates.sort_unstable();
+        assert_eq!(all, gates);
+    }
+
+    /// A gate a step reads is implemented: the day one of the listed gates is read outside this file (by name,
+    /// or a constant of its own), it leaves [`NOT_IMPLEMENTED`] (and the start-up warning with it).
+    #[test]
+    fn no_listed_gate_is_read_by_name_elsewhere() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("src"), root.join("../src")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs")
+                    && !path.ends_with("src/features.rs")
+                {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 20, "the sources were found: {files:?}");
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (gate, _) in NOT_IMPLEMENTED {
+                // Read in place (`gates.enabled("Name")`) or through a constant of its own.
+                for read in [format!("enabled(\"{gate}\")"), format!("= \"{gate}\";")] {
+                    assert!(
+                        !text.contains(&read),
+                        "{} reads {gate}: take it out of NOT_IMPLEMENTED",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn not_implemented_gates_named_are_each_reported_once() {
+        assert_eq!(
+            not_implemented_in(
+                "CloneSetShortHash=true, PodWebhook=false,ImagePullJobGate=true,CloneSetShortHash=false"
+            ),
+            [
+                ("CloneSetShortHash", "the CloneSet controller"),
+                ("ImagePullJobGate", "ImagePullJob and ImageListPullJob"),
+            ]
+        );
+        assert!(not_implemented_in("AllAlpha=true,AllBeta=true").is_empty());
+        assert!(not_implemented_in("").is_empty());
+        assert_eq!(
+            not_implemented_in(CRD_CASCADING).len(),
+            1,
+            "even without a value"
+        );
     }
 
     #[test]
