@@ -45,7 +45,8 @@ pub struct Controllers {
     sidecar_sets: Option<runtime::Running>,
     budgets: Option<runtime::Running>,
     spreads: Option<runtime::Running>,
-    barriers: runtime::Running,
+    /// The container-launch-priority barrier controller, but beside OpenKruise.
+    barriers: Option<runtime::Running>,
     /// The Job sidecar terminator ([`sidecar_terminator`]).
     terminator: Option<runtime::Running>,
 }
@@ -55,12 +56,13 @@ impl Controllers {
     /// SidecarSet controller when the cluster serves SidecarSets. The SidecarSet caches of `cache` are reused
     /// when the pod webhook started them; otherwise the controller starts its own. The PodUnavailableBudget
     /// status controller runs on the PUB and workload stores of `cache`, which exist when the CRD is served
-    /// at v1beta1 and a PUB gate is on (spec/podunavailablebudget.md §3). The WorkloadSpread controller runs
-    /// when the CRD is served at v1beta1 and the `WorkloadSpread` and `PodWebhook` gates are on
-    /// (spec/workloadspread.md §6.1), on the pod, workload and WorkloadSpread stores of `cache`.
-    /// The Job sidecar terminator runs when the `SidecarTerminator` gate is on and the CRR CRD is served at
-    /// v1beta1, on the pod store of `cache` and Node and CRR watches of its own. The container-launch-priority
-    /// barrier controller always runs, on the pod store.
+    /// (at any version known, DECISIONS 25) and a PUB gate is on (spec/podunavailablebudget.md §3). The
+    /// WorkloadSpread controller runs when the CRD is served and the `WorkloadSpread` and `PodWebhook` gates
+    /// are on (spec/workloadspread.md §6.1), on the pod, workload and WorkloadSpread stores of `cache`.
+    /// The Job sidecar terminator runs when the `SidecarTerminator` gate is on and the CRR CRD is served, on
+    /// the pod store of `cache` and Node and CRR watches of its own. The container-launch-priority barrier
+    /// controller always runs, on the pod store. Beside OpenKruise (`--beside-openkruise`, DECISIONS 27)
+    /// neither the SidecarSet nor the barrier controller runs: kruise-manager's do.
     pub fn start(
         client: Client,
         cache: &LiveCache,
@@ -86,7 +88,11 @@ impl Controllers {
     ) -> Self {
         // Controllers write through the leadership gate; the caches they read use `client`.
         let writer = leader::gated(client.clone(), leading.clone());
-        let sidecar_sets = served.sidecar_sets.then(|| {
+        // Beside OpenKruise (DECISIONS 27) kruise-manager's SidecarSet and container-launch-priority
+        // controllers run whatever its gates say: a second SidecarSet controller would let `maxUnavailable`
+        // pods out twice during an in-place update, a second barrier controller is not needed.
+        let beside = config.beside_openkruise;
+        let sidecar_sets = (served.sidecar_sets && !beside).then(|| {
             let sets = cache.sidecar_set_cache().cloned().unwrap_or_else(|| {
                 SidecarSetCache::start(
                     &client,
@@ -163,20 +169,22 @@ impl Controllers {
             }
             _ => None,
         };
-        // Always registered, as in OpenKruise (spec/container-launch-priority.md §2): it acts only on pods
-        // carrying barrier envs.
-        let barriers = launch_priority::LaunchPriorityController::start(
-            writer.clone(),
-            cache.pod_store().clone(),
-            metrics.clone(),
-            leading.clone(),
-            runtime::Settings {
-                concurrency: 4,
-                ..runtime::Settings::per_pod()
-            },
-        );
+        // Always registered, as in OpenKruise (spec/container-launch-priority.md §2), but beside it: it acts
+        // only on pods carrying barrier envs.
+        let barriers = (!beside).then(|| {
+            launch_priority::LaunchPriorityController::start(
+                writer.clone(),
+                cache.pod_store().clone(),
+                metrics.clone(),
+                leading.clone(),
+                runtime::Settings {
+                    concurrency: 4,
+                    ..runtime::Settings::per_pod()
+                },
+            )
+        });
         // The Job sidecar terminator (spec/sidecar-terminator.md §3, §9; DECISIONS 1): gate
-        // `SidecarTerminator` (forced off without `KruiseDaemon`), the CRD served at v1beta1; on the
+        // `SidecarTerminator` (forced off without `KruiseDaemon`), the CRD served; on the
         // webhooks' pod store, with a Node and a CRR watch of its own.
         let terminator_on = served.container_recreate_requests
             && config
@@ -226,7 +234,9 @@ impl Controllers {
         if let Some(c) = self.spreads {
             c.stop().await;
         }
-        self.barriers.stop().await;
+        if let Some(c) = self.barriers {
+            c.stop().await;
+        }
         if let Some(c) = self.terminator {
             c.stop().await;
         }
