@@ -16,6 +16,7 @@ fn ctx(gates: &FeatureGates) -> PodContext<'_> {
         kruise_namespace: "kruise-system",
         workload: None,
         spreads: None,
+        pps_whitelist: None,
     }
 }
 
@@ -540,7 +541,7 @@ fn a_kruise_controller_is_found_in_the_references_as_received() {
     let owned = |refs: &str| {
         let text =
             format!(r#"{{"metadata": {{"name": "p", "ownerReferences": {refs}}}, "spec": {{}}}}"#);
-        owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(&text).unwrap())
+        owner::owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(&text).unwrap())
     };
     for (refs, wanted) in [
         (
@@ -585,7 +586,7 @@ fn a_kruise_controller_is_found_in_the_references_as_received() {
     let twice = r#"{"metadata": {"ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "controller": true}],
         "ownerReferences": []}}"#;
     assert!(
-        !owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(twice).unwrap()),
+        !owner::owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(twice).unwrap()),
         "the last one stands"
     );
 }
@@ -741,6 +742,68 @@ fn launch_priority_fixes_a_generate_name_pod_name_in_the_same_patch() {
     let update = request("UPDATE", pod(json!({"app": "web"})), "");
     let verdict = mutate(&update, &cluster(""), &ctx(&gates)).unwrap();
     assert!(verdict.patch.is_empty());
+}
+
+/// §3 step 4: a step's error stops the chain with 500; nothing of the earlier steps (here the sidecars) is
+/// answered.
+#[test]
+fn an_invalid_persistent_pod_state_whitelist_fails_the_pod_create() {
+    let gates = FeatureGates::default();
+    let whitelist = WhitelistSource::Present("{not json".into());
+    let ctx = PodContext {
+        pps_whitelist: Some(&whitelist),
+        ..ctx(&gates)
+    };
+    let req = request("CREATE", pod(json!({"app": "web"})), "");
+    let err = mutate(&req, &cluster(TWO_SETS), &ctx).unwrap_err();
+    assert_eq!(err.http_code(), 500);
+    assert!(
+        err.to_string()
+            .contains("PPS_Watch_Custom_Workload_WhiteList"),
+        "{err}"
+    );
+}
+
+/// Step 6 through the chain: a StatefulSet pod's recorded state is found by the pod's name (a pod without
+/// one, `generateName` only, has none), in the same patch as the sidecars; a v1alpha1 PersistentPodState
+/// reads as v1beta1.
+#[test]
+fn the_persistent_pod_state_step_finds_the_state_by_the_pods_name_beside_injection() {
+    let gates = FeatureGates::default();
+    let owner = json!([{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "s",
+        "controller": true}]);
+    let mut object = pod(json!({"app": "web"}));
+    object["metadata"]["ownerReferences"] = owner.clone();
+    let req = request("CREATE", object, "");
+    let view = cluster(&format!(
+        "{TWO_SETS}\n---\n{}",
+        r#"
+apiVersion: apps.kruise.io/v1alpha1
+kind: PersistentPodState
+metadata: {name: db, namespace: default}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: StatefulSet, name: db}
+  requiredPersistentTopology: {nodeTopologyKeys: [zone]}
+status:
+  observedGeneration: 1
+  podStates: {db-0: {nodeTopologyLabels: {zone: a}}}
+"#
+    ));
+    // Without a name (generateName only), no state is found.
+    let patched = apply(&req, &mutate(&req, &view, &ctx(&gates)).unwrap());
+    assert!(patched["spec"].get("nodeSelector").is_none());
+    let mut named = pod(json!({"app": "web"}));
+    named["metadata"]["name"] = json!("db-0");
+    named["metadata"]["ownerReferences"] = owner;
+    let req = request("CREATE", named, "");
+    let patched = apply(&req, &mutate(&req, &view, &ctx(&gates)).unwrap());
+    assert_eq!(patched["spec"]["nodeSelector"], json!({"zone": "a"}));
+    assert_eq!(
+        patched["metadata"]["annotations"]["kruise.io/injected-persistent-pod-state"],
+        "db"
+    );
+    // Sidecars went in in the same patch.
+    assert_eq!(names(&patched, "containers"), ["envoy", "app", "log-agent"]);
 }
 
 /// The whole chain on a Job pod (issue: SidecarSet injection with a priority env, container launch priority,
