@@ -3,8 +3,8 @@
 //! Entry point: [`mutate`]. The pod of the request ([`RawPod`]: container lists kept raw until read) is
 //! edited in place by each step; the answer is one RFC 6902 patch from the pod as received (namespace filled
 //! in first, so it never appears in the patch) to the result.
-//! Step 6 is [`persistent_pod_state`]. Steps owned by later issues (enhanced liveness, PodProbeMarker) are
-//! explicit no-ops here until they land.
+//! Step 6 is [`persistent_pod_state`], step 7 [`enhanced_liveness`] (gate `EnhancedLivenessProbe`). Step 8
+//! (PodProbeMarker on serverless) is owned by a later change and an explicit no-op here until it lands.
 //!
 //! Step 2, WorkloadSpread, may rewrite any part of the pod (a subset's strategic-merge `patch`). It first
 //! runs on the pod without its lists and with a few members of its spec ([`SPREAD_SPEC_MEMBERS`]), and its
@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use crate::admission::{AdmissionRequest, Operation};
 use crate::api::podunavailablebudget::{DEPRECATED_RELATED_PUB_ANNOTATION, RELATED_PUB_ANNOTATION};
 use crate::api::sidecarset::HASH_ANNOTATION;
-use crate::features::FeatureGates;
+use crate::features::{self, FeatureGates};
 use crate::json::patch::Json;
 use crate::json::rawpod::{Item, RawPod, Section, string_map};
 use crate::podunavailablebudget::gate::{self, GateContext};
@@ -40,6 +40,7 @@ use crate::workloadspread::{self, SpreadFacts, create};
 use crate::{ClusterView, Verdict, WebhookError};
 use crate::{launch_priority, native_sidecar};
 
+pub mod enhanced_liveness;
 pub mod owner;
 pub mod persistent_pod_state;
 
@@ -702,7 +703,10 @@ pub fn mutate(
         ctx.pps_whitelist,
         ctx.kruise_namespace,
     )?; // 6
-    // 7: enhanced liveness probe, 8: PodProbeMarker on serverless — owned by later issues; no-ops here.
+    if ctx.gates.enabled(features::ENHANCED_LIVENESS_PROBE) {
+        enhanced_liveness::mutate(&mut doc, req.operation)?; // 7
+    }
+    // 8: PodProbeMarker on serverless — owned by a later change; a no-op here.
     earlier.extend(doc.into_patch());
     verdict.patch = earlier;
     Ok(verdict)
