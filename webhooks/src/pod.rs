@@ -3,8 +3,8 @@
 //! Entry point: [`mutate`]. The pod of the request ([`RawPod`]: container lists kept raw until read) is
 //! edited in place by each step; the answer is one RFC 6902 patch from the pod as received (namespace filled
 //! in first, so it never appears in the patch) to the result.
-//! Step 6 is [`persistent_pod_state`], step 7 [`enhanced_liveness`] (gate `EnhancedLivenessProbe`). Step 8
-//! (PodProbeMarker on serverless) is owned by a later change and an explicit no-op here until it lands.
+//! Steps 6 to 8 have a module each: [`persistent_pod_state`] (always), [`enhanced_liveness`] (gate
+//! `EnhancedLivenessProbe`) and [`pod_probe_marker`] (gate `EnablePodProbeMarkerOnServerless`).
 //!
 //! Step 2, WorkloadSpread, may rewrite any part of the pod (a subset's strategic-merge `patch`). It first
 //! runs on the pod without its lists and with a few members of its spec ([`SPREAD_SPEC_MEMBERS`]), and its
@@ -35,7 +35,9 @@ use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
 use crate::verdict::SideEffect;
-use crate::view::{PersistentPodStateView, PodUnavailableBudgetView, WorkloadSpreadView};
+use crate::view::{
+    PersistentPodStateView, PodProbeMarkerView, PodUnavailableBudgetView, WorkloadSpreadView,
+};
 use crate::workloadspread::{self, SpreadFacts, create};
 use crate::{ClusterView, Verdict, WebhookError};
 use crate::{launch_priority, native_sidecar};
@@ -43,6 +45,7 @@ use crate::{launch_priority, native_sidecar};
 pub mod enhanced_liveness;
 pub mod owner;
 pub mod persistent_pod_state;
+pub mod pod_probe_marker;
 
 use persistent_pod_state::whitelist::WhitelistSource;
 
@@ -608,6 +611,7 @@ pub fn mutate(
          + PodUnavailableBudgetView
          + WorkloadSpreadView
          + PersistentPodStateView
+         + PodProbeMarkerView
      ),
     ctx: &PodContext<'_>,
 ) -> Result<Verdict, WebhookError> {
@@ -706,7 +710,9 @@ pub fn mutate(
     if ctx.gates.enabled(features::ENHANCED_LIVENESS_PROBE) {
         enhanced_liveness::mutate(&mut doc, req.operation)?; // 7
     }
-    // 8: PodProbeMarker on serverless — owned by a later change; a no-op here.
+    if ctx.gates.enabled(features::POD_PROBE_MARKER_ON_SERVERLESS) {
+        pod_probe_marker::mutate(&mut doc, &labels, req.operation, view)?; // 8
+    }
     earlier.extend(doc.into_patch());
     verdict.patch = earlier;
     Ok(verdict)

@@ -744,6 +744,91 @@ fn launch_priority_fixes_a_generate_name_pod_name_in_the_same_patch() {
     assert!(verdict.patch.is_empty());
 }
 
+/// A CloneSet pod opted in to enhanced liveness, selected by a SidecarSet whose sidecar has a liveness
+/// probe, and by a PodProbeMarker probing that sidecar.
+const PROBED: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: default}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: mesh, annotations: {kruise.io/sidecarset-hash: hm, kruise.io/sidecarset-hash-without-image: wm}}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers:
+  - name: envoy
+    image: "envoy:1"
+    podInjectPolicy: AfterAppContainer
+    shareVolumePolicy: {type: disabled}
+    livenessProbe: {tcpSocket: {port: 15000}, periodSeconds: 5}
+---
+apiVersion: apps.kruise.io/v1alpha1
+kind: PodProbeMarker
+metadata: {name: mesh-ready, namespace: default}
+spec:
+  selector: {matchLabels: {app: web}}
+  probes:
+  - {name: ready, containerName: envoy, podConditionType: mesh.io/ready, probe: {exec: {command: [check]}}}
+"#;
+
+fn probed_pod() -> Value {
+    let mut object = pod(json!({"app": "web"}));
+    object["metadata"]["annotations"] = json!({"apps.kruise.io/using-enhanced-liveness": "true"});
+    object["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "CloneSet", "name": "web", "uid": "cs", "controller": true}]);
+    object["spec"]["containers"][0]["livenessProbe"] =
+        json!({"httpGet": {"path": "/", "port": 80}});
+    object
+}
+
+/// spec/pod-mutating-misc.md §12 scenario 20, and §3's ordering: steps 7 and 8 see the sidecars step 3
+/// injected. Both gates are off by default (OpenKruise's defaults): then only the sidecar goes in.
+#[test]
+fn enhanced_liveness_and_probe_markers_see_injected_sidecars_when_their_gates_are_on() {
+    let view = cluster(PROBED);
+    let req = request("CREATE", probed_pod(), "");
+    let gates: FeatureGates = "EnhancedLivenessProbe=true,EnablePodProbeMarkerOnServerless=true"
+        .parse()
+        .unwrap();
+    let patched = apply(&req, &mutate(&req, &view, &ctx(&gates)).unwrap());
+    assert_eq!(names(&patched, "containers"), ["app", "envoy"]);
+    let annotations = &patched["metadata"]["annotations"];
+    assert_eq!(
+        annotations["apps.kruise.io/container-probe-context"],
+        r#"[{"name":"app","livenessProbe":{"httpGet":{"path":"/","port":80}}},{"name":"envoy","livenessProbe":{"tcpSocket":{"port":15000},"periodSeconds":5}}]"#
+    );
+    for c in patched["spec"]["containers"].as_array().unwrap() {
+        assert!(c.get("livenessProbe").is_none(), "{c}");
+    }
+    assert_eq!(
+        patched["spec"]["containers"][0]["x-unknown-field"],
+        json!({"a": 1})
+    );
+    assert_eq!(
+        annotations["kruise.io/podprobe"],
+        r#"[{"name":"ready","containerName":"envoy","probe":{"exec":{"command":["check"]}},"podConditionType":"mesh.io/ready"}]"#
+    );
+    assert_eq!(annotations["kruise.io/podprobemarker-list"], "mesh-ready");
+
+    let defaults = FeatureGates::default();
+    let patched = apply(&req, &mutate(&req, &view, &ctx(&defaults)).unwrap());
+    assert_eq!(names(&patched, "containers"), ["app", "envoy"]);
+    assert!(
+        patched["spec"]["containers"][1]
+            .get("livenessProbe")
+            .is_some()
+    );
+    let annotations = patched["metadata"]["annotations"].as_object().unwrap();
+    for key in [
+        "apps.kruise.io/container-probe-context",
+        "kruise.io/podprobe",
+        "kruise.io/podprobemarker-list",
+    ] {
+        assert!(!annotations.contains_key(key), "{key}");
+    }
+}
+
 /// §3 step 4: a step's error stops the chain with 500; nothing of the earlier steps (here the sidecars) is
 /// answered.
 #[test]
