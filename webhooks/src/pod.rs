@@ -43,7 +43,7 @@ use crate::{ClusterView, Verdict, WebhookError};
 use crate::{launch_priority, native_sidecar};
 
 pub mod enhanced_liveness;
-pub mod owner;
+mod owner;
 pub mod persistent_pod_state;
 pub mod pod_probe_marker;
 
@@ -185,10 +185,7 @@ fn sidecarset_step(
     if req.operation != Operation::Create || !is_active(doc) {
         return Ok(());
     }
-    let namespace = Some(doc.metadata_str("namespace"))
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default")
-        .to_owned();
+    let namespace = pod_namespace(doc).to_owned();
     let candidates = view.sidecar_set_candidates(&namespace, pod_labels);
     if candidates.is_empty() {
         return Ok(());
@@ -410,10 +407,7 @@ fn related_pub_step(
     if req.operation != Operation::Create || !pub_budget::enabled(ctx.gates) {
         return;
     }
-    let namespace = Some(doc.metadata_str("namespace"))
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default");
-    let budgets = view.pod_unavailable_budgets_in(namespace);
+    let budgets = view.pod_unavailable_budgets_in(pod_namespace(doc));
     if let Some(name) = related::matching_budget(&budgets, pod_labels, ctx.workload) {
         doc.set_annotation(RELATED_PUB_ANNOTATION, name.to_owned());
         doc.set_annotation(DEPRECATED_RELATED_PUB_ANNOTATION, name.to_owned());
@@ -428,8 +422,9 @@ struct CreateOptions {
     dry_run: Option<Vec<String>>,
 }
 
-/// The namespace the WorkloadSpread step reads the pod's in (`default` when it names none).
-fn spread_namespace<'a>(doc: &'a RawPod<'_>) -> &'a str {
+/// The namespace the steps read the pod's objects in: the pod's (filled in from the request), `default`
+/// when it names none.
+fn pod_namespace<'a>(doc: &'a RawPod<'_>) -> &'a str {
     Some(doc.metadata_str("namespace"))
         .filter(|n| !n.is_empty())
         .unwrap_or("default")
@@ -643,9 +638,9 @@ pub fn mutate(
     // manage the pod (its namespace has one, the pod a controller): the common pod create builds nothing here.
     if let Some(facts) = ctx.spreads
         && spread_step_runs(req, ctx.gates)?
-        && let Some(managing) = create::may_manage(spread_namespace(&doc), view, facts)
+        && let Some(managing) = create::may_manage(pod_namespace(&doc), view, facts)
     {
-        let namespace = spread_namespace(&doc).to_owned();
+        let namespace = pod_namespace(&doc).to_owned();
         // First on the pod without its lists, written back member by member; on the whole pod when the
         // subset changed more than that.
         let on_members = (members_first() && managing.plain_patches)
@@ -700,8 +695,10 @@ pub fn mutate(
     native_sidecar_step(&mut doc, req, view, ctx); // ours (DECISIONS 20), before 4 (sidecar-terminator.md §11.2)
     launch_priority_step(&mut doc, req, ctx)?; // 4
     related_pub_step(&mut doc, &labels, req, view, ctx); // 5
+    let namespace = pod_namespace(&doc).to_owned();
     persistent_pod_state::mutate(
         &mut doc,
+        &namespace,
         req.operation,
         view,
         ctx.pps_whitelist,
@@ -711,7 +708,7 @@ pub fn mutate(
         enhanced_liveness::mutate(&mut doc, req.operation)?; // 7
     }
     if ctx.gates.enabled(features::POD_PROBE_MARKER_ON_SERVERLESS) {
-        pod_probe_marker::mutate(&mut doc, &labels, req.operation, view)?; // 8
+        pod_probe_marker::mutate(&mut doc, &namespace, &labels, req.operation, view)?; // 8
     }
     earlier.extend(doc.into_patch());
     verdict.patch = earlier;

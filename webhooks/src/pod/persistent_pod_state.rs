@@ -177,17 +177,18 @@ fn append_preferred(doc: &mut RawPod<'_>, terms: Vec<Value>) -> Result<(), Webho
     Ok(())
 }
 
-/// Step 6 on a pod CREATE (§7): with the PersistentPodState that follows the pod's controller and a
-/// recorded state of this pod (by its name, as earlier steps left it), writes the node selector and the
-/// preferred terms of its topology and the annotation naming the PersistentPodState. `whitelist`: what the
-/// I/O layer read ([`needs_whitelist`]), `None` when it was not needed; `kruise_namespace` names the
-/// ConfigMap in errors.
+/// Step 6 on a pod CREATE (§7): with the PersistentPodState of `namespace` (the pod's) that follows the
+/// pod's controller and a recorded state of this pod (by its name, as earlier steps left it), writes the
+/// node selector and the preferred terms of its topology and the annotation naming the PersistentPodState.
+/// `whitelist`: what the I/O layer read ([`needs_whitelist`]), `None` when it was not needed;
+/// `kruise_namespace` names the ConfigMap in errors.
 ///
 /// # Errors
 /// [`WebhookError::Failed`] (500) when the whitelist could not be read or is not valid JSON (§7.1);
 /// [`WebhookError::Decode`] (400) when a member it writes has a shape no Pod has.
 pub fn mutate(
     doc: &mut RawPod<'_>,
+    namespace: &str,
     operation: Operation,
     view: &impl PersistentPodStateView,
     whitelist: Option<&WhitelistSource>,
@@ -224,9 +225,6 @@ pub fn mutate(
     if !whitelist::allows(&custom, group, &kind) {
         return Ok(());
     }
-    let namespace = Some(doc.metadata_str("namespace"))
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default");
     // §7.1: a list that fails is no PersistentPodState (OpenKruise logs it and goes on).
     let Ok(states) = view.persistent_pod_states_in(namespace) else {
         return Ok(());

@@ -73,12 +73,14 @@ fn markers_for(
     }
 }
 
-/// Step 8 on a pod CREATE; the caller checks the gate. `labels`: the pod's labels as the chain has them.
+/// Step 8 on a pod CREATE; the caller checks the gate. `namespace` and `labels`: the pod's, as the chain
+/// has them.
 ///
 /// # Errors
 /// [`WebhookError::Failed`] (500) when the namespace's PodProbeMarkers cannot be listed (§9).
 pub fn mutate(
     doc: &mut RawPod<'_>,
+    namespace: &str,
     labels: &BTreeMap<String, String>,
     operation: Operation,
     view: &impl PodProbeMarkerView,
@@ -86,11 +88,7 @@ pub fn mutate(
     if operation != Operation::Create {
         return Ok(());
     }
-    let namespace = Some(doc.metadata_str("namespace"))
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default")
-        .to_owned();
-    let markers = markers_for(doc, labels, &namespace, view).map_err(|e| {
+    let markers = markers_for(doc, labels, namespace, view).map_err(|e| {
         WebhookError::Failed(format!(
             "listing PodProbeMarkers in namespace {namespace}: {e}"
         ))

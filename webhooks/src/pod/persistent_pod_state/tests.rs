@@ -67,7 +67,14 @@ fn run(
 ) -> Result<Option<Value>, WebhookError> {
     let text = pod.to_string();
     let mut doc = RawPod::parse_str(&text).unwrap();
-    mutate(&mut doc, Operation::Create, view, whitelist, KRUISE_NS)?;
+    mutate(
+        &mut doc,
+        "ns-test",
+        Operation::Create,
+        view,
+        whitelist,
+        KRUISE_NS,
+    )?;
     let patch = doc.into_patch();
     Ok((!patch.is_empty()).then(|| crate::json::patch::apply(pod, &patch).unwrap()))
 }
@@ -326,7 +333,15 @@ fn update_is_left_alone_and_a_list_error_skips() {
     ));
     let text = p.to_string();
     let mut doc = RawPod::parse_str(&text).unwrap();
-    mutate(&mut doc, Operation::Create, &Failing, None, KRUISE_NS).unwrap();
+    mutate(
+        &mut doc,
+        "ns-test",
+        Operation::Create,
+        &Failing,
+        None,
+        KRUISE_NS,
+    )
+    .unwrap();
     assert!(doc.into_patch().is_empty());
     let view = cluster(&[pps(
         "test-kruise-sts",
@@ -335,7 +350,15 @@ fn update_is_left_alone_and_a_list_error_skips() {
         recorded(),
     )]);
     let mut doc = RawPod::parse_str(&text).unwrap();
-    mutate(&mut doc, Operation::Update, &view, None, KRUISE_NS).unwrap();
+    mutate(
+        &mut doc,
+        "ns-test",
+        Operation::Update,
+        &view,
+        None,
+        KRUISE_NS,
+    )
+    .unwrap();
     assert!(doc.into_patch().is_empty());
 }
 

@@ -45,7 +45,7 @@ fn labels() -> BTreeMap<String, String> {
 fn run(pod: &Value, view: &impl PodProbeMarkerView) -> Result<Option<Value>, WebhookError> {
     let text = pod.to_string();
     let mut doc = RawPod::parse_str(&text).unwrap();
-    mutate(&mut doc, &labels(), Operation::Create, view)?;
+    mutate(&mut doc, "default", &labels(), Operation::Create, view)?;
     let patch = doc.into_patch();
     Ok((!patch.is_empty()).then(|| {
         crate::json::patch::apply(pod, &patch).unwrap()["metadata"]["annotations"].clone()
@@ -173,6 +173,6 @@ fn a_list_error_fails_the_pod_create_and_update_is_left_alone() {
     let view = cluster(&[marker("web", web(), json!([probe("b", "main", "c/b")]))]);
     let text = pod(json!({})).to_string();
     let mut doc = RawPod::parse_str(&text).unwrap();
-    mutate(&mut doc, &labels(), Operation::Update, &view).unwrap();
+    mutate(&mut doc, "default", &labels(), Operation::Update, &view).unwrap();
     assert!(doc.into_patch().is_empty());
 }
