@@ -51,6 +51,7 @@ fn bench(c: &mut Criterion) {
         kruise_namespace: "kruise-system",
         workload: None,
         spreads: None,
+        pps_whitelist: None,
     };
     let view = FixtureCluster::default();
     let (with, without) = (request(true), request(false));

@@ -108,6 +108,7 @@ fn bench(c: &mut Criterion) {
         kruise_namespace: "kruise-system",
         workload: None,
         spreads: None,
+        pps_whitelist: None,
     };
     let req = request();
     let small = cluster(0);

@@ -36,18 +36,23 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use kruise_webhooks::ClusterView;
+use kruise_webhooks::api::persistentpodstate::PersistentPodState;
 use kruise_webhooks::api::pod::SlimPod;
+use kruise_webhooks::api::podprobemarker::PodProbeMarker;
 use kruise_webhooks::api::podunavailablebudget::PodUnavailableBudget;
 use kruise_webhooks::api::revision::SlimRevision;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::api::workloadspread::WorkloadSpread;
 use kruise_webhooks::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use kruise_webhooks::fixture::{FixtureCluster, FixtureError};
+use kruise_webhooks::pod::persistent_pod_state::whitelist as pps_whitelist;
 use kruise_webhooks::sidecarset::prepared::PreparedSidecarSet;
 use kruise_webhooks::sidecarset::select::SidecarSetIndex;
 use kruise_webhooks::sidecarset::validate::{CONFIG_MAP_NAME, WHITELIST_KEY, WhitelistSource};
 use kruise_webhooks::verdict::BudgetDenialRecord;
-use kruise_webhooks::view::{PodUnavailableBudgetView, SidecarSetView};
+use kruise_webhooks::view::{
+    PersistentPodStateView, PodProbeMarkerView, PodUnavailableBudgetView, SidecarSetView,
+};
 use kruise_webhooks::workloadspread::whitelist as ws_whitelist;
 
 use budgets::{BudgetCopies, SpreadCopies};
@@ -160,6 +165,16 @@ pub struct LiveStores {
     /// The custom workload whitelist, read once per process on the first pod create that needs it
     /// (spec/workloadspread.md §4.2 [quirk]); a read error is not kept.
     spread_whitelist: tokio::sync::OnceCell<Vec<CustomWorkload>>,
+    /// The PersistentPodStates the pod chain's node-affinity step reads (spec/pod-mutating-misc.md §7), as
+    /// v1beta1: a store of the version the cluster serves, v1alpha1 objects converted with
+    /// `kruise_webhooks::conversion::convert_object`. `None` while not watched: the step then finds none
+    /// and skips. No constructor starts this watch yet; whoever does adds it to [`LiveCache::sync_states`]
+    /// (done below for when it is set) and the `list`/`watch` RBAC on `persistentpodstates.apps.kruise.io`.
+    persistent_pod_states: Option<Shared<PersistentPodState>>,
+    /// The PodProbeMarkers (v1alpha1, their only version) the pod chain's serverless step reads
+    /// (spec/pod-mutating-misc.md §9, gate EnablePodProbeMarkerOnServerless). `None` while not watched: the
+    /// step then finds none. No constructor starts this watch yet (see `persistent_pod_states`).
+    probe_markers: Option<Shared<PodProbeMarker>>,
     /// Events of the PUB gate (`pub-controller`, as OpenKruise's webhook records them).
     budget_events: crate::events::Recorder,
     /// The version each Kruise kind is read and written at.
@@ -291,6 +306,8 @@ impl LiveCache {
             spreads: spreads.then(|| watch_kruise(&client, &served_at(KruiseKind::WorkloadSpread))),
             spread_copies: SpreadCopies::default(),
             spread_whitelist: tokio::sync::OnceCell::new(),
+            persistent_pod_states: None,
+            probe_markers: None,
             budget_events: crate::events::Recorder::new(client.clone(), "pub-controller"),
             client,
             versions,
@@ -313,7 +330,8 @@ impl LiveCache {
     }
 
     /// The sync state of every store readiness waits for: namespaces, pods, claims, and the SidecarSets,
-    /// their ControllerRevisions, PUBs, WorkloadSpreads and workloads where watched.
+    /// their ControllerRevisions, PUBs, WorkloadSpreads, PersistentPodStates, PodProbeMarkers and workloads
+    /// where watched.
     pub fn sync_states(&self) -> Vec<Arc<SyncState>> {
         let mut states = vec![
             self.namespaces.sync_state().clone(),
@@ -326,6 +344,12 @@ impl LiveCache {
         }
         states.extend(self.budgets.iter().map(|b| b.sync_state().clone()));
         states.extend(self.spreads.iter().map(|s| s.sync_state().clone()));
+        states.extend(
+            self.persistent_pod_states
+                .iter()
+                .map(|s| s.sync_state().clone()),
+        );
+        states.extend(self.probe_markers.iter().map(|s| s.sync_state().clone()));
         if let Some(workloads) = &self.workloads {
             states.extend(
                 workloads
@@ -546,6 +570,15 @@ impl Cluster {
     /// (spec/workloadspread.md §4.2), read as [`Cluster::patch_metadata_whitelist`] reads its key.
     pub async fn workload_spread_whitelist(&self, namespace: &str) -> WhitelistSource {
         self.kruise_configuration(namespace, ws_whitelist::WHITELIST_KEY)
+            .await
+    }
+
+    /// The PersistentPodState custom workload whitelist from ConfigMap `kruise-configuration` in our
+    /// namespace (spec/pod-mutating-misc.md §7.1), read as [`Cluster::patch_metadata_whitelist`] reads its
+    /// key: on each pod create that needs it
+    /// ([`kruise_webhooks::pod::persistent_pod_state::needs_whitelist`]), as OpenKruise reads it on each.
+    pub async fn persistent_pod_state_whitelist(&self, namespace: &str) -> WhitelistSource {
+        self.kruise_configuration(namespace, pps_whitelist::WHITELIST_KEY)
             .await
     }
 
@@ -777,6 +810,47 @@ impl PodUnavailableBudgetView for Cluster {
                 .as_ref()
                 .map(|b| b.in_namespace(namespace))
                 .unwrap_or_default(),
+        }
+    }
+}
+
+impl PersistentPodStateView for Cluster {
+    fn persistent_pod_states_in(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<Arc<PersistentPodState>>, String> {
+        match self {
+            Self::Fixture(f) => f.persistent_pod_states_in(namespace),
+            // By name: the namespace index's order. Not watched: none.
+            Self::Live(c) => Ok(c
+                .persistent_pod_states
+                .as_ref()
+                .map(|s| s.in_namespace(namespace))
+                .unwrap_or_default()),
+        }
+    }
+}
+
+impl PodProbeMarkerView for Cluster {
+    fn pod_probe_markers_in(&self, namespace: &str) -> Result<Vec<Arc<PodProbeMarker>>, String> {
+        match self {
+            Self::Fixture(f) => f.pod_probe_markers_in(namespace),
+            // By name: the namespace index's order. Not watched: none.
+            Self::Live(c) => Ok(c
+                .probe_markers
+                .as_ref()
+                .map(|s| s.in_namespace(namespace))
+                .unwrap_or_default()),
+        }
+    }
+    fn pod_probe_marker(&self, namespace: &str, name: &str) -> Option<Arc<PodProbeMarker>> {
+        match self {
+            Self::Fixture(f) => f.pod_probe_marker(namespace, name),
+            Self::Live(c) => c
+                .probe_markers
+                .as_ref()?
+                .store()
+                .get(&reflector::ObjectRef::new(name).within(namespace)),
         }
     }
 }

@@ -38,6 +38,9 @@ use serde_json::Value;
 use kruise_webhooks::FeatureGates;
 use kruise_webhooks::admission::{AdmissionRequest, Operation};
 use kruise_webhooks::fixture::FixtureCluster;
+use kruise_webhooks::pod::persistent_pod_state::whitelist::{
+    self as pps_whitelist, GroupKind, WHITELIST_KEY, WhitelistSource,
+};
 use kruise_webhooks::podunavailablebudget::related::{self, WorkloadKey, api_group};
 use kruise_webhooks::podunavailablebudget::status::{UNKNOWN_REPLICAS, Workload};
 use kruise_webhooks::view::PodUnavailableBudgetView;
@@ -56,8 +59,6 @@ pub use crate::cache::workloads::{
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The ConfigMap (in the Kruise namespace) holding the custom workload whitelist.
 pub const CONFIGURATION: &str = "kruise-configuration";
-/// Its key for the StatefulSet-like custom kinds (§4.3 step 7).
-pub const WHITELIST_KEY: &str = "PPS_Watch_Custom_Workload_WhiteList";
 
 impl SlimWorkload {
     /// What the finder reports, for an object of `kind`; replicas default to 1 as the apiserver defaults
@@ -148,7 +149,7 @@ fn not_found(e: &kube::Error) -> bool {
 pub struct Finder<'w> {
     workloads: &'w Workloads,
     options: Options,
-    whitelist: tokio::sync::OnceCell<Vec<(String, String)>>,
+    whitelist: tokio::sync::OnceCell<Vec<GroupKind>>,
 }
 
 impl Finder<'_> {
@@ -396,52 +397,15 @@ impl Finder<'_> {
                 let config = api.get_opt(CONFIGURATION).await.map_err(api_error(format!(
                     "reading ConfigMap {kruise_namespace}/{CONFIGURATION}"
                 )))?;
-                match config.and_then(|c| c.data?.remove(WHITELIST_KEY)) {
-                    None => Ok(Vec::new()),
-                    Some(text) => parse_whitelist(&text).map_err(FindError::Whitelist),
-                }
+                let source = match config.and_then(|c| c.data?.remove(WHITELIST_KEY)) {
+                    None => WhitelistSource::Missing,
+                    Some(text) => WhitelistSource::Present(text),
+                };
+                pps_whitelist::parse(&source).map_err(FindError::Whitelist)
             })
             .await?;
-        Ok(list.iter().any(|(g, k)| g == group && k == kind))
+        Ok(list.iter().any(|w| w.group == group && w.kind == kind))
     }
-}
-
-/// The group and kind of each entry of the whitelist `{"workloads":[{"Group","Version","Kind"}]}`; field
-/// names are matched without case, as Go's encoding/json does.
-///
-/// # Errors
-/// serde_json's message when it is not such a document.
-pub fn parse_whitelist(text: &str) -> Result<Vec<(String, String)>, String> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let field = |object: &serde_json::Map<String, Value>, name: &str| -> Option<Value> {
-        object
-            .iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.clone())
-            .next_back()
-    };
-    let Value::Object(top) = doc else {
-        return Err("expected an object".into());
-    };
-    let workloads = match field(&top, "workloads") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err("workloads: expected a list".into()),
-    };
-    workloads
-        .iter()
-        .map(|w| {
-            let Value::Object(w) = w else {
-                return Err("workloads: expected a list of objects".into());
-            };
-            let text = |name: &str| match field(w, name) {
-                None | Some(Value::Null) => Ok(String::new()),
-                Some(Value::String(s)) => Ok(s),
-                Some(_) => Err(format!("workloads: {name} must be a string")),
-            };
-            Ok((text("group")?, text("kind")?))
-        })
-        .collect()
 }
 
 /// A scale's `status.selector`; an empty or unreadable one is no selector (an empty text would select every
@@ -657,23 +621,6 @@ pub async fn top_workload(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn the_whitelist_reads_field_names_without_case() {
-        assert_eq!(
-            parse_whitelist(
-                r#"{"workloads":[{"Group":"example.io","Version":"v1","Kind":"GameServerSet"},{"group":"a.io","kind":"X"}]}"#
-            ),
-            Ok(vec![
-                ("example.io".into(), "GameServerSet".into()),
-                ("a.io".into(), "X".into())
-            ])
-        );
-        assert_eq!(parse_whitelist("{}"), Ok(vec![]));
-        assert!(parse_whitelist("[").is_err());
-        assert!(parse_whitelist(r#"{"workloads":[1]}"#).is_err());
-        assert!(parse_whitelist(r#"{"workloads":[{"Kind":3}]}"#).is_err());
-    }
 
     fn cluster(yaml: &str) -> Arc<FixtureCluster> {
         let mut c = FixtureCluster::default();

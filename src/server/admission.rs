@@ -18,7 +18,7 @@ use http_body_util::BodyExt;
 
 use kruise_webhooks::admission::{self, AdmissionRequest, AdmissionResponse, Operation};
 use kruise_webhooks::deletion_protection::{self, Facts};
-use kruise_webhooks::pod::PodContext;
+use kruise_webhooks::pod::{PodContext, persistent_pod_state};
 use kruise_webhooks::podunavailablebudget::gate::GateContext;
 use kruise_webhooks::podunavailablebudget::related::WorkloadKey;
 use kruise_webhooks::registry::{Handler, WebhookSpec};
@@ -176,6 +176,8 @@ pub struct PodFacts {
     spreads: Option<SpreadFacts>,
     /// The replicas of the WorkloadSpread target a deleted pod names, for percentages.
     spread_replicas: Option<Result<i32, String>>,
+    /// The PersistentPodState custom workload whitelist, when the PersistentPodState step needs it.
+    pps_whitelist: Option<WhitelistSource>,
 }
 
 impl PodFacts {
@@ -190,19 +192,33 @@ impl PodFacts {
             Handler::PodMutate => {
                 // Only when a PUB of the namespace has a targetRef and the pod a controller (related-pub
                 // step); only when a WorkloadSpread of the namespace may manage the pod (WorkloadSpread step).
-                let (workload, spreads) = futures::join!(
+                // Only when a PersistentPodState of the namespace targets the pod's controller, a kind
+                // other than StatefulSet (PersistentPodState step).
+                let pps_whitelist = async {
+                    if !persistent_pod_state::needs_whitelist(req, cluster) {
+                        return None;
+                    }
+                    Some(
+                        cluster
+                            .persistent_pod_state_whitelist(env.kruise_namespace)
+                            .await,
+                    )
+                };
+                let (workload, spreads, pps_whitelist) = futures::join!(
                     crate::workload::top_workload(cluster, env.gates, req),
                     crate::spread_facts::for_create_within(
                         cluster,
                         env.gates,
                         env.kruise_namespace,
                         req
-                    )
+                    ),
+                    pps_whitelist
                 );
                 Self {
                     workload,
                     spreads,
                     spread_replicas: None,
+                    pps_whitelist,
                 }
             }
             Handler::PodValidate => Self {
@@ -241,6 +257,7 @@ pub fn decide_now(
                 kruise_namespace: env.kruise_namespace,
                 workload: facts.workload.as_ref(),
                 spreads: facts.spreads.as_ref(),
+                pps_whitelist: facts.pps_whitelist.as_ref(),
             };
             kruise_webhooks::pod::mutate(req, cluster, &ctx)
         }

@@ -1,7 +1,9 @@
-//! serde types for the Kruise custom resources the webhooks and controllers read. What a webhook injects or
-//! writes back as received keeps the fields our types do not model (a SidecarSet's `extra`, its containers
-//! and volumes as text ([`RawObject`]), a WorkloadSpread subset's `patch` as text); the PodUnavailableBudget and WorkloadSpread types
-//! cover every field of their CRD's schema and ignore others, which the apiserver prunes anyway.
+//! serde types for the Kruise custom resources the webhooks and controllers read, and Go's `v1.Probe`
+//! ([`probe`]) as Kruise marshals it into pod annotations. What a webhook injects or writes back as received
+//! keeps the fields our types do not model (a SidecarSet's `extra`, its containers and volumes as text
+//! ([`RawObject`]), a WorkloadSpread subset's `patch` as text); the PodUnavailableBudget, WorkloadSpread and
+//! PersistentPodState types cover every field of their CRD's schema and ignore others, which the apiserver
+//! prunes anyway.
 
 /// `k8s_openapi::Resource` and `Metadata` (so kube's `Resource`: a reflector can store it, an `Api` can
 /// read it) for an API type whose `metadata` field is an `ObjectMeta`.
@@ -33,8 +35,11 @@ pub mod containerrecreaterequest;
 mod crd_schema;
 pub mod intern;
 pub mod node;
+pub mod persistentpodstate;
 pub mod pod;
+pub mod podprobemarker;
 pub mod podunavailablebudget;
+pub mod probe;
 mod raw;
 pub mod revision;
 pub mod sidecarset;

@@ -43,7 +43,7 @@ const GATES: &[(&str, bool, Stage)] = &[
     ("ImagePullJobGate", false, Stage::Alpha),
     ("ResourceDistributionGate", false, Stage::Beta),
     ("DeletionProtectionForCRDCascadingGate", false, Stage::Alpha),
-    ("EnhancedLivenessProbe", false, Stage::Alpha),
+    (ENHANCED_LIVENESS_PROBE, false, Stage::Alpha),
     (
         "RecreatePodWhenChangeVCTInCloneSetGate",
         false,
@@ -55,7 +55,7 @@ const GATES: &[(&str, bool, Stage)] = &[
     ("StatefulSetAutoResizePVCGate", false, Stage::Alpha),
     ("ForceDeleteTimeoutExpectationGate", false, Stage::Alpha),
     ("InPlaceWorkloadVerticalScaling", false, Stage::Alpha),
-    ("EnablePodProbeMarkerOnServerless", false, Stage::Alpha),
+    (POD_PROBE_MARKER_ON_SERVERLESS, false, Stage::Alpha),
     ("EnableSortSidecarContainerByName", false, Stage::Alpha),
     ("InPlacePodVerticalScaling", false, Stage::Alpha),
     (
@@ -177,6 +177,11 @@ pub const POD_WEBHOOK: Gate = "PodWebhook";
 pub const NATIVE_SIDECAR_CONVERSION: Gate = "NativeSidecarConversion";
 /// `EnableExternalCerts`.
 pub const ENABLE_EXTERNAL_CERTS: Gate = "EnableExternalCerts";
+/// `EnhancedLivenessProbe` (the spec's `EnhancedLivenessProbeGate`): step 7 of the pod chain. Off by default
+/// as in OpenKruise: the probes it moves are run by kruise-daemon.
+pub const ENHANCED_LIVENESS_PROBE: Gate = "EnhancedLivenessProbe";
+/// `EnablePodProbeMarkerOnServerless`: step 8 of the pod chain. Off by default as in OpenKruise.
+pub const POD_PROBE_MARKER_ON_SERVERLESS: Gate = "EnablePodProbeMarkerOnServerless";
 
 /// Why a `--feature-gates` value was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -296,8 +301,8 @@ impl FeatureGates {
                 "PodUnavailableBudgetUpdateGate",
                 "WorkloadSpread",
                 "SidecarSetPatchPodMetadataDefaultsAllowed",
-                "EnhancedLivenessProbe",
-                "EnablePodProbeMarkerOnServerless",
+                ENHANCED_LIVENESS_PROBE,
+                POD_PROBE_MARKER_ON_SERVERLESS,
             ] {
                 self.enabled.insert(g, false);
             }
@@ -311,7 +316,7 @@ impl FeatureGates {
                 "PodProbeMarkerGate",
                 "SidecarTerminator",
                 "ImagePullJobGate",
-                "EnhancedLivenessProbe",
+                ENHANCED_LIVENESS_PROBE,
             ] {
                 self.enabled.insert(g, false);
             }
@@ -357,6 +362,9 @@ mod tests {
             assert!(g.enabled(gate), "{gate} should default on (DECISIONS 1)");
         }
         assert!(!g.enabled(ENABLE_EXTERNAL_CERTS));
+        // OpenKruise's defaults: both need kruise-daemon.
+        assert!(!g.enabled(ENHANCED_LIVENESS_PROBE));
+        assert!(!g.enabled(POD_PROBE_MARKER_ON_SERVERLESS));
     }
 
     #[test]

@@ -9,7 +9,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ClusterView;
+use crate::api::persistentpodstate::PersistentPodState;
 use crate::api::pod::SlimPod;
+use crate::api::podprobemarker::PodProbeMarker;
 use crate::api::podunavailablebudget::PodUnavailableBudget;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
@@ -17,7 +19,10 @@ use crate::api::workloadspread::WorkloadSpread;
 use crate::deletion_protection::{CustomResourceCount, CustomResourceQuery};
 use crate::sidecarset::prepared::PreparedSidecarSet;
 use crate::sidecarset::select::SidecarSetIndex;
-use crate::view::{PodUnavailableBudgetView, SidecarSetView, WorkloadSpreadView};
+use crate::view::{
+    PersistentPodStateView, PodProbeMarkerView, PodUnavailableBudgetView, SidecarSetView,
+    WorkloadSpreadView,
+};
 
 /// Why a document could not be loaded. Messages name the source and the document.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +61,10 @@ pub struct FixtureCluster {
     budgets: BTreeMap<String, BTreeMap<String, Arc<PodUnavailableBudget>>>,
     /// WorkloadSpreads by namespace, then name (v1beta1).
     spreads: BTreeMap<String, BTreeMap<String, Arc<WorkloadSpread>>>,
+    /// PersistentPodStates by namespace, then name (v1beta1).
+    persistent_pod_states: BTreeMap<String, BTreeMap<String, Arc<PersistentPodState>>>,
+    /// PodProbeMarkers by namespace, then name (v1alpha1).
+    probe_markers: BTreeMap<String, BTreeMap<String, Arc<PodProbeMarker>>>,
     objects: Vec<Arc<Value>>,
     /// The position in `objects` of the first object of each identity ([`object_key`]).
     by_identity: HashMap<String, usize>,
@@ -277,6 +286,21 @@ impl FixtureCluster {
                     .or_default()
                     .insert(name.to_owned(), Arc::new(spread));
             }
+            ("apps.kruise.io/v1beta1" | "apps.kruise.io/v1alpha1", "PersistentPodState") => {
+                // As the apiserver stores it: v1beta1.
+                let v1beta1 = crate::conversion::convert_object(&obj, "apps.kruise.io/v1beta1")
+                    .map_err(|e| e.to_string())?;
+                self.persistent_pod_states
+                    .entry(namespace)
+                    .or_default()
+                    .insert(name.to_owned(), typed(&v1beta1, kind, name)?);
+            }
+            ("apps.kruise.io/v1alpha1", "PodProbeMarker") => {
+                self.probe_markers
+                    .entry(namespace)
+                    .or_default()
+                    .insert(name.to_owned(), typed(&obj, kind, name)?);
+            }
             _ => {}
         }
         self.push_object(obj);
@@ -437,6 +461,32 @@ impl PodUnavailableBudgetView for FixtureCluster {
     }
 }
 
+impl PersistentPodStateView for FixtureCluster {
+    fn persistent_pod_states_in(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<Arc<PersistentPodState>>, String> {
+        Ok(self
+            .persistent_pod_states
+            .get(namespace)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default())
+    }
+}
+
+impl PodProbeMarkerView for FixtureCluster {
+    fn pod_probe_markers_in(&self, namespace: &str) -> Result<Vec<Arc<PodProbeMarker>>, String> {
+        Ok(self
+            .probe_markers
+            .get(namespace)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default())
+    }
+    fn pod_probe_marker(&self, namespace: &str, name: &str) -> Option<Arc<PodProbeMarker>> {
+        self.probe_markers.get(namespace)?.get(name).cloned()
+    }
+}
+
 impl ClusterView for FixtureCluster {
     fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
         self.namespaces.get(name).cloned()
@@ -555,6 +605,52 @@ spec: {replicas: 10}
         assert!(c.object("batch", "Job", "other", "j").is_none());
         assert!(c.object("apps", "Job", "ns", "j").is_none());
         assert!(c.object("batch", "CronJob", "ns", "j").is_none());
+    }
+
+    #[test]
+    fn persistent_pod_states_of_either_version_and_probe_markers_are_held_typed() {
+        let mut c = FixtureCluster::default();
+        let yaml = r#"
+apiVersion: apps.kruise.io/v1alpha1
+kind: PersistentPodState
+metadata: {name: b, namespace: ns}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: StatefulSet, name: web}
+  requiredPersistentTopology: {nodeTopologyKeys: [zone]}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: PersistentPodState
+metadata: {name: a, namespace: ns}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: StatefulSet, name: db}
+  preferredPersistentTopology: [{weight: 5, preference: {keys: [rack]}}]
+---
+apiVersion: apps.kruise.io/v1alpha1
+kind: PodProbeMarker
+metadata: {name: ppm, namespace: ns}
+spec:
+  selector: {matchLabels: {app: game}}
+  probes: [{name: healthy, containerName: main, probe: {exec: {command: [ok]}}}]
+"#;
+        assert_eq!(c.load_str(yaml, "kruise.yaml").unwrap(), 3);
+        let states = c.persistent_pod_states_in("ns").unwrap();
+        let names: Vec<&str> = states.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["a", "b"], "in name order");
+        assert_eq!(
+            states[1]
+                .spec
+                .required_persistent_topology
+                .as_ref()
+                .unwrap()
+                .keys,
+            ["zone"],
+            "v1alpha1 nodeTopologyKeys read as v1beta1 keys"
+        );
+        assert!(c.persistent_pod_states_in("other").unwrap().is_empty());
+        let marker = c.pod_probe_marker("ns", "ppm").expect("the marker");
+        assert_eq!(marker.spec.probes[0].container_name, "main");
+        assert_eq!(c.pod_probe_markers_in("ns").unwrap().len(), 1);
+        assert!(c.pod_probe_marker("ns", "nope").is_none());
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! Entry point: [`mutate`]. The pod of the request ([`RawPod`]: container lists kept raw until read) is
 //! edited in place by each step; the answer is one RFC 6902 patch from the pod as received (namespace filled
 //! in first, so it never appears in the patch) to the result.
-//! Steps owned by later issues (PersistentPodState, enhanced liveness, PodProbeMarker) are explicit no-ops
-//! here until they land.
+//! Steps 6 to 8 have a module each: [`persistent_pod_state`] (always), [`enhanced_liveness`] (gate
+//! `EnhancedLivenessProbe`) and [`pod_probe_marker`] (gate `EnablePodProbeMarkerOnServerless`).
 //!
 //! Step 2, WorkloadSpread, may rewrite any part of the pod (a subset's strategic-merge `patch`). It first
 //! runs on the pod without its lists and with a few members of its spec ([`SPREAD_SPEC_MEMBERS`]), and its
@@ -25,10 +25,9 @@ use serde_json::{Map, Value, json};
 use crate::admission::{AdmissionRequest, Operation};
 use crate::api::podunavailablebudget::{DEPRECATED_RELATED_PUB_ANNOTATION, RELATED_PUB_ANNOTATION};
 use crate::api::sidecarset::HASH_ANNOTATION;
-use crate::features::FeatureGates;
+use crate::features::{self, FeatureGates};
 use crate::json::patch::Json;
-use crate::json::rawpod::{Item, RawPod, Section, elements_of, string_map};
-use crate::json::{self, string_value};
+use crate::json::rawpod::{Item, RawPod, Section, string_map};
 use crate::podunavailablebudget::gate::{self, GateContext};
 use crate::podunavailablebudget::{self as pub_budget, related};
 use crate::selector::WithLabel;
@@ -36,10 +35,19 @@ use crate::sidecarset::inject::{self, InjectOptions};
 use crate::sidecarset::revision::{self, SidecarSetView};
 use crate::sidecarset::select::{self, NAMESPACE_NAME_LABEL};
 use crate::verdict::SideEffect;
-use crate::view::{PodUnavailableBudgetView, WorkloadSpreadView};
+use crate::view::{
+    PersistentPodStateView, PodProbeMarkerView, PodUnavailableBudgetView, WorkloadSpreadView,
+};
 use crate::workloadspread::{self, SpreadFacts, create};
 use crate::{ClusterView, Verdict, WebhookError};
 use crate::{launch_priority, native_sidecar};
+
+pub mod enhanced_liveness;
+mod owner;
+pub mod persistent_pod_state;
+pub mod pod_probe_marker;
+
+use persistent_pod_state::whitelist::WhitelistSource;
 
 /// The readiness gate condition Kruise workloads use.
 pub const KRUISE_POD_READY: &str = "KruisePodReady";
@@ -63,6 +71,10 @@ pub struct PodContext<'a> {
     /// What the WorkloadSpread step needs from outside the view ([`SpreadFacts`]); `None`: no WorkloadSpread
     /// may manage the pod (none in its namespace, or the pod has no controller), the step is skipped.
     pub spreads: Option<&'a SpreadFacts>,
+    /// The PersistentPodState custom workload whitelist as the I/O layer read it (`kruise-configuration`,
+    /// [`persistent_pod_state::whitelist`]); `None` when it was not read because it cannot change the answer
+    /// ([`persistent_pod_state::needs_whitelist`]).
+    pub pps_whitelist: Option<&'a WhitelistSource>,
 }
 
 /// Checks the shape the chain edits, as decoding into a Pod would (a failure is a 400). `metadata` and
@@ -93,31 +105,13 @@ fn pod_labels(doc: &RawPod<'_>) -> Result<BTreeMap<String, String>, String> {
     Ok(labels)
 }
 
-/// Whether the pod's controller is a Kruise workload: a controller owner reference whose apiVersion is in
-/// the group `apps.kruise.io`. Read from the references' text as received (no step writes them).
-fn owned_by_kruise(doc: &RawPod<'_>) -> bool {
-    doc.received(Section::Metadata, "ownerReferences")
-        // Most pods have no Kruise owner: their references are not read further.
-        .filter(|text| json::may_spell(text.as_bytes(), b"apps.kruise.io"))
-        .into_iter()
-        .flat_map(elements_of)
-        .any(|r| {
-            let [controller, version] = r.members(["controller", "apiVersion"]);
-            let version = version.and_then(string_value);
-            controller == Some("true")
-                && version.is_some_and(|v| {
-                    v.split('/').next() == Some("apps.kruise.io") && v.contains('/')
-                })
-        })
-}
-
 /// Step 1: readiness gate `KruisePodReady` for pods of Kruise workloads, or every pod with the gate
 /// `KruisePodReadinessGate` (pod-mutating-misc.md §4).
 fn readiness_gate(doc: &mut RawPod<'_>, req: &AdmissionRequest, gates: &FeatureGates) {
     if req.operation != Operation::Create {
         return;
     }
-    if !owned_by_kruise(doc) && !gates.enabled("KruisePodReadinessGate") {
+    if !owner::owned_by_kruise(doc) && !gates.enabled("KruisePodReadinessGate") {
         return;
     }
     let has_gate = |list: &[Value]| {
@@ -191,10 +185,7 @@ fn sidecarset_step(
     if req.operation != Operation::Create || !is_active(doc) {
         return Ok(());
     }
-    let namespace = Some(doc.metadata_str("namespace"))
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default")
-        .to_owned();
+    let namespace = pod_namespace(doc).to_owned();
     let candidates = view.sidecar_set_candidates(&namespace, pod_labels);
     if candidates.is_empty() {
         return Ok(());
@@ -416,10 +407,7 @@ fn related_pub_step(
     if req.operation != Operation::Create || !pub_budget::enabled(ctx.gates) {
         return;
     }
-    let namespace = Some(doc.metadata_str("namespace"))
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default");
-    let budgets = view.pod_unavailable_budgets_in(namespace);
+    let budgets = view.pod_unavailable_budgets_in(pod_namespace(doc));
     if let Some(name) = related::matching_budget(&budgets, pod_labels, ctx.workload) {
         doc.set_annotation(RELATED_PUB_ANNOTATION, name.to_owned());
         doc.set_annotation(DEPRECATED_RELATED_PUB_ANNOTATION, name.to_owned());
@@ -434,8 +422,9 @@ struct CreateOptions {
     dry_run: Option<Vec<String>>,
 }
 
-/// The namespace the WorkloadSpread step reads the pod's in (`default` when it names none).
-fn spread_namespace<'a>(doc: &'a RawPod<'_>) -> &'a str {
+/// The namespace the steps read the pod's objects in: the pod's (filled in from the request), `default`
+/// when it names none.
+fn pod_namespace<'a>(doc: &'a RawPod<'_>) -> &'a str {
     Some(doc.metadata_str("namespace"))
         .filter(|n| !n.is_empty())
         .unwrap_or("default")
@@ -611,7 +600,14 @@ impl SpreadChanges {
 /// fails, with the step's message, as OpenKruise answers.
 pub fn mutate(
     req: &AdmissionRequest,
-    view: &(impl ClusterView + SidecarSetView + PodUnavailableBudgetView + WorkloadSpreadView),
+    view: &(
+         impl ClusterView
+         + SidecarSetView
+         + PodUnavailableBudgetView
+         + WorkloadSpreadView
+         + PersistentPodStateView
+         + PodProbeMarkerView
+     ),
     ctx: &PodContext<'_>,
 ) -> Result<Verdict, WebhookError> {
     if !req.sub_resource.is_empty()
@@ -642,9 +638,9 @@ pub fn mutate(
     // manage the pod (its namespace has one, the pod a controller): the common pod create builds nothing here.
     if let Some(facts) = ctx.spreads
         && spread_step_runs(req, ctx.gates)?
-        && let Some(managing) = create::may_manage(spread_namespace(&doc), view, facts)
+        && let Some(managing) = create::may_manage(pod_namespace(&doc), view, facts)
     {
-        let namespace = spread_namespace(&doc).to_owned();
+        let namespace = pod_namespace(&doc).to_owned();
         // First on the pod without its lists, written back member by member; on the whole pod when the
         // subset changed more than that.
         let on_members = (members_first() && managing.plain_patches)
@@ -699,8 +695,21 @@ pub fn mutate(
     native_sidecar_step(&mut doc, req, view, ctx); // ours (DECISIONS 20), before 4 (sidecar-terminator.md §11.2)
     launch_priority_step(&mut doc, req, ctx)?; // 4
     related_pub_step(&mut doc, &labels, req, view, ctx); // 5
-    // 6: PersistentPodState, 7: enhanced liveness probe, 8: PodProbeMarker on serverless — owned by later
-    // issues; no-ops here.
+    let namespace = pod_namespace(&doc).to_owned();
+    persistent_pod_state::mutate(
+        &mut doc,
+        &namespace,
+        req.operation,
+        view,
+        ctx.pps_whitelist,
+        ctx.kruise_namespace,
+    )?; // 6
+    if ctx.gates.enabled(features::ENHANCED_LIVENESS_PROBE) {
+        enhanced_liveness::mutate(&mut doc, req.operation)?; // 7
+    }
+    if ctx.gates.enabled(features::POD_PROBE_MARKER_ON_SERVERLESS) {
+        pod_probe_marker::mutate(&mut doc, &namespace, &labels, req.operation, view)?; // 8
+    }
     earlier.extend(doc.into_patch());
     verdict.patch = earlier;
     Ok(verdict)

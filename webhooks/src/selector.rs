@@ -81,6 +81,17 @@ pub fn validated_error(sel: &LabelSelector) -> Option<String> {
         .map(|e| format!("{:?} is not a valid pod selector operator", e.operator))
 }
 
+/// Whether the selector of a Kruise object (a PUB's, a PodProbeMarker's) picks `labels`: one that is set,
+/// valid in Kruise's sense ([`validated_error`]), not empty and matching. An unset or empty selector picks
+/// nothing, not everything (OpenKruise's "a nil or empty selector creeps in, it should match nothing").
+pub fn picks(selector: Option<&LabelSelector>, labels: &(impl Labels + ?Sized)) -> bool {
+    selector.is_some_and(|s| {
+        !crate::validation::meta::is_empty_selector(s)
+            && validated_error(s).is_none()
+            && matches(s, labels)
+    })
+}
+
 /// Whether `labels` carries every one of `wanted` (equality-based selection, as a label query string asks).
 pub fn has_labels(
     labels: Option<&BTreeMap<String, String>>,

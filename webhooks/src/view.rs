@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 
+use crate::api::persistentpodstate::PersistentPodState;
 use crate::api::pod::SlimPod;
+use crate::api::podprobemarker::PodProbeMarker;
 use crate::api::podunavailablebudget::PodUnavailableBudget;
 use crate::api::revision::SlimRevision;
 use crate::api::sidecarset::SidecarSet;
@@ -107,6 +109,37 @@ pub trait SidecarSetView {
     ) -> Vec<Arc<SlimRevision>>;
 }
 
+/// The PersistentPodStates the pod chain's node-affinity step reads (v1beta1, v1alpha1 ones converted:
+/// spec/pod-mutating-misc.md §7). Implemented over an informer cache in the server and over YAML in
+/// [`crate::fixture`].
+pub trait PersistentPodStateView {
+    /// Every PersistentPodState of a namespace, in name order (DECISIONS 12).
+    ///
+    /// # Errors
+    /// Why they could not be listed (the step then skips, §7.1).
+    fn persistent_pod_states_in(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<Arc<PersistentPodState>>, String>;
+}
+
+/// The PodProbeMarkers the pod chain's serverless step reads (v1alpha1: spec/pod-mutating-misc.md §9).
+/// Implemented over an informer cache in the server and over YAML in [`crate::fixture`].
+pub trait PodProbeMarkerView {
+    /// Every PodProbeMarker of a namespace, in name order (DECISIONS 12).
+    ///
+    /// # Errors
+    /// Why they could not be listed (the pod create then fails, §9).
+    fn pod_probe_markers_in(&self, namespace: &str) -> Result<Vec<Arc<PodProbeMarker>>, String>;
+    /// A PodProbeMarker by namespace and name; `None` when it is not found or cannot be read (§9 skips it).
+    fn pod_probe_marker(&self, namespace: &str, name: &str) -> Option<Arc<PodProbeMarker>> {
+        self.pod_probe_markers_in(namespace)
+            .ok()?
+            .into_iter()
+            .find(|m| m.metadata.name.as_deref() == Some(name))
+    }
+}
+
 /// A view of an empty cluster (requests that need no cluster state, benches).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct EmptyView;
@@ -135,5 +168,17 @@ impl PodUnavailableBudgetView for EmptyView {
     }
     fn pod_unavailable_budgets_in(&self, _: &str) -> Vec<Arc<PodUnavailableBudget>> {
         Vec::new()
+    }
+}
+
+impl PersistentPodStateView for EmptyView {
+    fn persistent_pod_states_in(&self, _: &str) -> Result<Vec<Arc<PersistentPodState>>, String> {
+        Ok(Vec::new())
+    }
+}
+
+impl PodProbeMarkerView for EmptyView {
+    fn pod_probe_markers_in(&self, _: &str) -> Result<Vec<Arc<PodProbeMarker>>, String> {
+        Ok(Vec::new())
     }
 }

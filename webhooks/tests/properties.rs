@@ -186,6 +186,7 @@ fn ctx(gates: &FeatureGates) -> PodContext<'_> {
         kruise_namespace: "kruise-system",
         workload: None,
         spreads: None,
+        pps_whitelist: None,
     }
 }
 

@@ -16,6 +16,7 @@ fn ctx(gates: &FeatureGates) -> PodContext<'_> {
         kruise_namespace: "kruise-system",
         workload: None,
         spreads: None,
+        pps_whitelist: None,
     }
 }
 
@@ -540,7 +541,7 @@ fn a_kruise_controller_is_found_in_the_references_as_received() {
     let owned = |refs: &str| {
         let text =
             format!(r#"{{"metadata": {{"name": "p", "ownerReferences": {refs}}}, "spec": {{}}}}"#);
-        owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(&text).unwrap())
+        owner::owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(&text).unwrap())
     };
     for (refs, wanted) in [
         (
@@ -585,7 +586,7 @@ fn a_kruise_controller_is_found_in_the_references_as_received() {
     let twice = r#"{"metadata": {"ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "controller": true}],
         "ownerReferences": []}}"#;
     assert!(
-        !owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(twice).unwrap()),
+        !owner::owned_by_kruise(&crate::json::rawpod::RawPod::parse_str(twice).unwrap()),
         "the last one stands"
     );
 }
@@ -741,6 +742,153 @@ fn launch_priority_fixes_a_generate_name_pod_name_in_the_same_patch() {
     let update = request("UPDATE", pod(json!({"app": "web"})), "");
     let verdict = mutate(&update, &cluster(""), &ctx(&gates)).unwrap();
     assert!(verdict.patch.is_empty());
+}
+
+/// A CloneSet pod opted in to enhanced liveness, selected by a SidecarSet whose sidecar has a liveness
+/// probe, and by a PodProbeMarker probing that sidecar.
+const PROBED: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: default}
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: mesh, annotations: {kruise.io/sidecarset-hash: hm, kruise.io/sidecarset-hash-without-image: wm}}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers:
+  - name: envoy
+    image: "envoy:1"
+    podInjectPolicy: AfterAppContainer
+    shareVolumePolicy: {type: disabled}
+    livenessProbe: {tcpSocket: {port: 15000}, periodSeconds: 5}
+---
+apiVersion: apps.kruise.io/v1alpha1
+kind: PodProbeMarker
+metadata: {name: mesh-ready, namespace: default}
+spec:
+  selector: {matchLabels: {app: web}}
+  probes:
+  - {name: ready, containerName: envoy, podConditionType: mesh.io/ready, probe: {exec: {command: [check]}}}
+"#;
+
+fn probed_pod() -> Value {
+    let mut object = pod(json!({"app": "web"}));
+    object["metadata"]["annotations"] = json!({"apps.kruise.io/using-enhanced-liveness": "true"});
+    object["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "CloneSet", "name": "web", "uid": "cs", "controller": true}]);
+    object["spec"]["containers"][0]["livenessProbe"] =
+        json!({"httpGet": {"path": "/", "port": 80}});
+    object
+}
+
+/// spec/pod-mutating-misc.md §12 scenario 20, and §3's ordering: steps 7 and 8 see the sidecars step 3
+/// injected. Both gates are off by default (OpenKruise's defaults): then only the sidecar goes in.
+#[test]
+fn enhanced_liveness_and_probe_markers_see_injected_sidecars_when_their_gates_are_on() {
+    let view = cluster(PROBED);
+    let req = request("CREATE", probed_pod(), "");
+    let gates: FeatureGates = "EnhancedLivenessProbe=true,EnablePodProbeMarkerOnServerless=true"
+        .parse()
+        .unwrap();
+    let patched = apply(&req, &mutate(&req, &view, &ctx(&gates)).unwrap());
+    assert_eq!(names(&patched, "containers"), ["app", "envoy"]);
+    let annotations = &patched["metadata"]["annotations"];
+    assert_eq!(
+        annotations["apps.kruise.io/container-probe-context"],
+        r#"[{"name":"app","livenessProbe":{"httpGet":{"path":"/","port":80}}},{"name":"envoy","livenessProbe":{"tcpSocket":{"port":15000},"periodSeconds":5}}]"#
+    );
+    for c in patched["spec"]["containers"].as_array().unwrap() {
+        assert!(c.get("livenessProbe").is_none(), "{c}");
+    }
+    assert_eq!(
+        patched["spec"]["containers"][0]["x-unknown-field"],
+        json!({"a": 1})
+    );
+    assert_eq!(
+        annotations["kruise.io/podprobe"],
+        r#"[{"name":"ready","containerName":"envoy","probe":{"exec":{"command":["check"]}},"podConditionType":"mesh.io/ready"}]"#
+    );
+    assert_eq!(annotations["kruise.io/podprobemarker-list"], "mesh-ready");
+
+    let defaults = FeatureGates::default();
+    let patched = apply(&req, &mutate(&req, &view, &ctx(&defaults)).unwrap());
+    assert_eq!(names(&patched, "containers"), ["app", "envoy"]);
+    assert!(
+        patched["spec"]["containers"][1]
+            .get("livenessProbe")
+            .is_some()
+    );
+    let annotations = patched["metadata"]["annotations"].as_object().unwrap();
+    for key in [
+        "apps.kruise.io/container-probe-context",
+        "kruise.io/podprobe",
+        "kruise.io/podprobemarker-list",
+    ] {
+        assert!(!annotations.contains_key(key), "{key}");
+    }
+}
+
+/// §3 step 4: a step's error stops the chain with 500; nothing of the earlier steps (here the sidecars) is
+/// answered.
+#[test]
+fn an_invalid_persistent_pod_state_whitelist_fails_the_pod_create() {
+    let gates = FeatureGates::default();
+    let whitelist = WhitelistSource::Present("{not json".into());
+    let ctx = PodContext {
+        pps_whitelist: Some(&whitelist),
+        ..ctx(&gates)
+    };
+    let req = request("CREATE", pod(json!({"app": "web"})), "");
+    let err = mutate(&req, &cluster(TWO_SETS), &ctx).unwrap_err();
+    assert_eq!(err.http_code(), 500);
+    assert!(
+        err.to_string()
+            .contains("PPS_Watch_Custom_Workload_WhiteList"),
+        "{err}"
+    );
+}
+
+/// Step 6 through the chain: a StatefulSet pod's recorded state is found by the pod's name (a pod without
+/// one, `generateName` only, has none), in the same patch as the sidecars; a v1alpha1 PersistentPodState
+/// reads as v1beta1.
+#[test]
+fn the_persistent_pod_state_step_finds_the_state_by_the_pods_name_beside_injection() {
+    let gates = FeatureGates::default();
+    let owner = json!([{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "s",
+        "controller": true}]);
+    let mut object = pod(json!({"app": "web"}));
+    object["metadata"]["ownerReferences"] = owner.clone();
+    let req = request("CREATE", object, "");
+    let view = cluster(&format!(
+        "{TWO_SETS}\n---\n{}",
+        r#"
+apiVersion: apps.kruise.io/v1alpha1
+kind: PersistentPodState
+metadata: {name: db, namespace: default}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: StatefulSet, name: db}
+  requiredPersistentTopology: {nodeTopologyKeys: [zone]}
+status:
+  observedGeneration: 1
+  podStates: {db-0: {nodeTopologyLabels: {zone: a}}}
+"#
+    ));
+    // Without a name (generateName only), no state is found.
+    let patched = apply(&req, &mutate(&req, &view, &ctx(&gates)).unwrap());
+    assert!(patched["spec"].get("nodeSelector").is_none());
+    let mut named = pod(json!({"app": "web"}));
+    named["metadata"]["name"] = json!("db-0");
+    named["metadata"]["ownerReferences"] = owner;
+    let req = request("CREATE", named, "");
+    let patched = apply(&req, &mutate(&req, &view, &ctx(&gates)).unwrap());
+    assert_eq!(patched["spec"]["nodeSelector"], json!({"zone": "a"}));
+    assert_eq!(
+        patched["metadata"]["annotations"]["kruise.io/injected-persistent-pod-state"],
+        "db"
+    );
+    // Sidecars went in in the same patch.
+    assert_eq!(names(&patched, "containers"), ["envoy", "app", "log-agent"]);
 }
 
 /// The whole chain on a Job pod (issue: SidecarSet injection with a priority env, container launch priority,

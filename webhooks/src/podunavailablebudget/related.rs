@@ -16,7 +16,6 @@ use crate::api::podunavailablebudget::{PodUnavailableBudget, TargetReference};
 use crate::de::nullable;
 use crate::json::RawJson;
 use crate::selector::{self, Labels};
-use crate::validation::meta::is_empty_selector;
 
 /// A workload by API group, kind and name: what a `targetRef` names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,11 +84,7 @@ pub fn matching_budget<'b>(
         .iter()
         .find(|budget| match (&budget.spec.target_ref, workload) {
             (Some(target), Some(workload)) => targets(target, workload),
-            _ => budget.spec.selector.as_ref().is_some_and(|s| {
-                !is_empty_selector(s)
-                    && selector::validated_error(s).is_none()
-                    && selector::matches(s, labels)
-            }),
+            _ => selector::picks(budget.spec.selector.as_ref(), labels),
         })
         .and_then(|budget| budget.metadata.name.as_deref())
 }

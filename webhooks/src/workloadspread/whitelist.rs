@@ -39,6 +39,31 @@ pub struct CustomWorkload {
 /// # Errors
 /// The read error as the I/O layer reported it, or why the value is not the whitelist's JSON.
 pub fn parse(source: &WhitelistSource) -> Result<Vec<CustomWorkload>, String> {
+    workloads(source, |entry| {
+        Ok(CustomWorkload {
+            workload: group_kind(entry)?,
+            replicas_path: string(entry, "replicasPath")?,
+            sub_resources: match field(entry, "subResources") {
+                None => Vec::new(),
+                Some(subs) => list(subs, "subResources")?
+                    .iter()
+                    .map(|s| group_kind(object(s, "a subResources entry")?))
+                    .collect::<Result<_, String>>()?,
+            },
+        })
+    })
+}
+
+/// The entries of a custom workload whitelist `{"workloads":[...]}` in `source` (this key's, or the
+/// PersistentPodState one's), each read by `entry` from its object (`null` reads as an empty one): none
+/// when the ConfigMap or the key is missing.
+///
+/// # Errors
+/// The read error as the I/O layer reported it, why the value is not such a document, or `entry`'s error.
+pub(crate) fn workloads<T>(
+    source: &WhitelistSource,
+    entry: impl Fn(&Map<String, Value>) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
     let text = match source {
         WhitelistSource::Missing => return Ok(Vec::new()),
         WhitelistSource::ReadError(e) => return Err(e.clone()),
@@ -51,20 +76,7 @@ pub fn parse(source: &WhitelistSource) -> Result<Vec<CustomWorkload>, String> {
     };
     list(workloads, "workloads")?
         .iter()
-        .map(|entry| {
-            let entry = object(entry, "a workloads entry")?;
-            Ok(CustomWorkload {
-                workload: group_kind(entry)?,
-                replicas_path: string(entry, "replicasPath")?,
-                sub_resources: match field(entry, "subResources") {
-                    None => Vec::new(),
-                    Some(subs) => list(subs, "subResources")?
-                        .iter()
-                        .map(|s| group_kind(object(s, "a subResources entry")?))
-                        .collect::<Result<_, String>>()?,
-                },
-            })
-        })
+        .map(|e| entry(object(e, "a workloads entry")?))
         .collect()
 }
 
@@ -103,7 +115,11 @@ fn string(obj: &Map<String, Value>, name: &str) -> Result<String, String> {
     }
 }
 
-fn group_kind(obj: &Map<String, Value>) -> Result<GroupKind, String> {
+/// A Go `schema.GroupVersionKind` entry's group and kind.
+///
+/// # Errors
+/// A field that is not a string.
+pub(crate) fn group_kind(obj: &Map<String, Value>) -> Result<GroupKind, String> {
     // `Version` is read (a wrong type is an error, as in Go) but matching ignores it.
     string(obj, "Version")?;
     Ok(GroupKind {
