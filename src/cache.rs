@@ -267,11 +267,15 @@ impl LiveCache {
             budgets,
             spreads,
             workloads,
+            false,
         )
     }
 
     /// [`LiveCache::start_all`] with the Kruise kinds read at `versions` (DECISIONS 25): every store of a
     /// Kruise kind watches its served version and holds the objects converted to the webhooks' types.
+    ///
+    /// With the pod webhook (`sidecar_sets_in`), PersistentPodStates are watched when served, PodProbeMarkers
+    /// when served and `probe_markers` (the gate `EnablePodProbeMarkerOnServerless`).
     pub fn start_at(
         client: Client,
         versions: Versions,
@@ -279,6 +283,7 @@ impl LiveCache {
         budgets: bool,
         spreads: bool,
         workloads: Option<(ServedKinds, &str)>,
+        probe_markers: bool,
     ) -> Self {
         let served_at = |kind: KruiseKind| versions.resource_or_newest(kind);
         let cache = Self(Arc::new(LiveStores {
@@ -306,8 +311,14 @@ impl LiveCache {
             spreads: spreads.then(|| watch_kruise(&client, &served_at(KruiseKind::WorkloadSpread))),
             spread_copies: SpreadCopies::default(),
             spread_whitelist: tokio::sync::OnceCell::new(),
-            persistent_pod_states: None,
-            probe_markers: None,
+            // The pod webhook's steps 6 and 8, with the pod webhook.
+            persistent_pod_states: (sidecar_sets_in.is_some()
+                && versions.serves(KruiseKind::PersistentPodState))
+            .then(|| watch_kruise(&client, &served_at(KruiseKind::PersistentPodState))),
+            probe_markers: (sidecar_sets_in.is_some()
+                && probe_markers
+                && versions.serves(KruiseKind::PodProbeMarker))
+            .then(|| watch_kruise(&client, &served_at(KruiseKind::PodProbeMarker))),
             budget_events: crate::events::Recorder::new(client.clone(), "pub-controller"),
             client,
             versions,

@@ -87,6 +87,7 @@ async fn a_v1alpha1_sidecarset_injects() {
         false,
         false,
         None,
+        false,
     );
     let state = common::replica::replica(cache).await;
     let mut new_pod = pod("web-0");
@@ -157,6 +158,7 @@ async fn a_v1alpha1_budget_is_spent_and_written_at_v1alpha1() {
         true,
         false,
         None,
+        false,
     );
     let state = common::replica::replica(cache).await;
     // An eviction is not a protected operation of this PUB (the v1alpha1 annotation says so).
@@ -260,6 +262,7 @@ async fn a_v1alpha1_workloadspread_places_and_records_at_v1alpha1() {
         false,
         true,
         Some((served, "kruise-system")),
+        false,
     );
     let state = common::replica::replica(cache).await;
     let mut subsets = Vec::new();
@@ -309,5 +312,59 @@ async fn a_v1alpha1_workloadspread_places_and_records_at_v1alpha1() {
             .iter()
             .all(|r| r == "GET /api/v1/namespaces/kruise-system/configmaps/kruise-configuration"),
         "{unexpected:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1alpha1_persistent_pod_state_puts_a_recreated_pod_back() {
+    kruise_webhook::install_crypto_provider();
+    let stand_in = StandIn::new();
+    stand_in.put(namespace());
+    // v1alpha1 field names: nodeTopologyKeys (v1beta1: keys).
+    stand_in.put(
+        json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "PersistentPodState",
+        "metadata": {"name": "db", "namespace": "default", "uid": "pps-uid"},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"},
+            "requiredPersistentTopology": {"nodeTopologyKeys": ["topology.kubernetes.io/zone"]},
+            "preferredPersistentTopology": [{"weight": 100,
+                "preference": {"nodeTopologyKeys": ["kubernetes.io/hostname"]}}]},
+        "status": {"podStates": {"db-0": {"nodeName": "node-3", "nodeTopologyLabels": {
+            "topology.kubernetes.io/zone": "zone-1", "kubernetes.io/hostname": "node-3"}}}}}),
+    );
+    let cache = LiveCache::start_at(
+        stand_in.client(),
+        Versions::released(),
+        Some("kruise-system"),
+        false,
+        false,
+        None,
+        false,
+    );
+    let state = common::replica::replica(cache).await;
+    let mut db = pod("db-0");
+    db["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "StatefulSet",
+        "name": "db", "uid": "sts-uid", "controller": true}]);
+    db["status"] = json!({});
+    let request = admission("p1", "CREATE", None, db, Value::Null);
+    let response = review(&state, "/mutate-pod", &request).await;
+    assert_eq!(response["allowed"], true, "{response}");
+    let placed = patched(&request, &response);
+    assert_eq!(
+        placed["metadata"]["annotations"]["kruise.io/injected-persistent-pod-state"],
+        "db"
+    );
+    assert_eq!(
+        placed["spec"]["nodeSelector"],
+        json!({"topology.kubernetes.io/zone": "zone-1"})
+    );
+    assert_eq!(
+        placed["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],
+        json!([{"weight": 100, "preference": {"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-3"]}]}}])
+    );
+    assert!(
+        stand_in.unexpected().is_empty(),
+        "{:?}",
+        stand_in.unexpected()
     );
 }

@@ -92,6 +92,9 @@ pub fn cache(client: &Client, config: &ServeConfig, kinds: Kinds) -> LiveCache {
         budgets,
         spreads,
         (budgets || spreads).then_some((kinds.workloads, config.namespace.as_str())),
+        config
+            .gates
+            .enabled(kruise_webhooks::features::POD_PROBE_MARKER_ON_SERVERLESS),
     )
 }
 

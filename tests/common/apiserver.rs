@@ -93,6 +93,22 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "workloadspreads",
         "WorkloadSpreadList",
     ),
+    // The pod webhook's PersistentPodState and PodProbeMarker steps (spec/pod-mutating-misc.md §7, §9).
+    (
+        "/apis/apps.kruise.io/v1beta1/persistentpodstates",
+        "persistentpodstates",
+        "PersistentPodStateList",
+    ),
+    (
+        "/apis/apps.kruise.io/v1alpha1/persistentpodstates",
+        "persistentpodstates",
+        "PersistentPodStateList",
+    ),
+    (
+        "/apis/apps.kruise.io/v1alpha1/podprobemarkers",
+        "podprobemarkers",
+        "PodProbeMarkerList",
+    ),
     // The CRDs the server follows (docs/startup-order.md).
     (
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

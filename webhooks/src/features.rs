@@ -117,10 +117,6 @@ pub const NOT_IMPLEMENTED: &[(Gate, &str)] = &[
         "nothing here: a Cascading CRD is always protected while it has custom resources (DECISIONS 8)",
     ),
     (
-        "EnhancedLivenessProbe",
-        "the enhanced liveness probe step of the pod webhook, not in this version",
-    ),
-    (
         "RecreatePodWhenChangeVCTInCloneSetGate",
         "the CloneSet controller",
     ),
@@ -136,10 +132,6 @@ pub const NOT_IMPLEMENTED: &[(Gate, &str)] = &[
     (
         "ForceDeleteTimeoutExpectationGate",
         "the workload controllers' expectations",
-    ),
-    (
-        "EnablePodProbeMarkerOnServerless",
-        "the PodProbeMarker step of the pod webhook, not in this version",
     ),
     (
         "DefaultHostNetworkHostPortsInPodTemplates",
@@ -435,6 +427,8 @@ mod tests {
             ENABLE_EXTERNAL_CERTS,
             "EnableSortSidecarContainerByName",
             NATIVE_SIDECAR_CONVERSION,
+            ENHANCED_LIVENESS_PROBE,
+            POD_PROBE_MARKER_ON_SERVERLESS,
         ];
         for gate in implemented {
             assert!(!listed.contains(&gate), "{gate} is implemented");
