@@ -44,10 +44,12 @@ pub enum Kind {
     Nodes,
     /// `ContainerRecreateRequest`s (none: the sidecar terminator's cache).
     Crrs,
+    /// `PersistentPodState`s (none: the pod webhook's PersistentPodState step).
+    PersistentPodStates,
 }
 
 /// Collection paths, longest first (the Namespaces path is a prefix of the revisions').
-const ROUTES: [(&str, Kind, &str, &str); 9] = [
+const ROUTES: [(&str, Kind, &str, &str); 10] = [
     (
         "/apis/apps/v1/namespaces/kruise-system/controllerrevisions",
         Kind::Revisions,
@@ -91,6 +93,12 @@ const ROUTES: [(&str, Kind, &str, &str); 9] = [
         Kind::Crrs,
         "apps.kruise.io/v1beta1",
         "ContainerRecreateRequestList",
+    ),
+    (
+        "/apis/apps.kruise.io/v1beta1/persistentpodstates",
+        Kind::PersistentPodStates,
+        "apps.kruise.io/v1beta1",
+        "PersistentPodStateList",
     ),
 ];
 
@@ -254,7 +262,7 @@ impl MockApi {
         match kind {
             Kind::Namespaces => sizes.namespaces,
             Kind::Pods => sizes.pods,
-            Kind::Claims | Kind::Nodes | Kind::Crrs => 0,
+            Kind::Claims | Kind::Nodes | Kind::Crrs | Kind::PersistentPodStates => 0,
             Kind::SidecarSets => sizes.sidecar_sets,
             Kind::Revisions => sizes.sidecar_sets + state.revisions.len(),
             Kind::Budgets => sizes.budgets,
@@ -272,7 +280,7 @@ impl MockApi {
                 let (rv, ready) = state.pods.get(&i).copied().unwrap_or((at, true));
                 objects::pod(sizes, i, rv, ready)
             }
-            Kind::Claims | Kind::Nodes | Kind::Crrs => String::new(),
+            Kind::Claims | Kind::Nodes | Kind::Crrs | Kind::PersistentPodStates => String::new(),
             Kind::SidecarSets => self.sidecar_set(state, i),
             Kind::Revisions => match i.checked_sub(sizes.sidecar_sets) {
                 None => objects::revision(i, at).1,
