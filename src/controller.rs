@@ -13,6 +13,7 @@
 mod failure;
 pub mod launch_priority;
 pub mod leader;
+pub mod pod_readiness;
 pub mod podunavailablebudget;
 pub mod runtime;
 pub mod sidecar_terminator;
@@ -49,6 +50,8 @@ pub struct Controllers {
     barriers: Option<runtime::Running>,
     /// The Job sidecar terminator ([`sidecar_terminator`]).
     terminator: Option<runtime::Running>,
+    /// The pod-readiness controller ([`pod_readiness`]), but beside OpenKruise.
+    readiness: Option<runtime::Running>,
 }
 
 impl Controllers {
@@ -61,8 +64,9 @@ impl Controllers {
     /// are on (spec/workloadspread.md §6.1), on the pod, workload and WorkloadSpread stores of `cache`.
     /// The Job sidecar terminator runs when the `SidecarTerminator` gate is on and the CRR CRD is served, on
     /// the pod store of `cache` and Node and CRR watches of its own. The container-launch-priority barrier
-    /// controller always runs, on the pod store. Beside OpenKruise (`--beside-openkruise`, DECISIONS 27)
-    /// neither the SidecarSet nor the barrier controller runs: kruise-manager's do.
+    /// controller and the pod-readiness controller (`KruisePodReady`, docs/pod-readiness.md) always run, on
+    /// the pod store. Beside OpenKruise (`--beside-openkruise`, DECISIONS 27) none of the SidecarSet, barrier
+    /// and pod-readiness controllers runs: kruise-manager's do.
     pub fn start(
         client: Client,
         cache: &LiveCache,
@@ -183,6 +187,20 @@ impl Controllers {
                 },
             )
         });
+        // `KruisePodReady` on the pods that carry its readiness gate (docs/pod-readiness.md): always, as in
+        // OpenKruise, but beside it.
+        let readiness = (!beside).then(|| {
+            pod_readiness::PodReadinessController::start(
+                writer.clone(),
+                cache.pod_store().clone(),
+                metrics.clone(),
+                leading.clone(),
+                runtime::Settings {
+                    concurrency: 3,
+                    ..runtime::Settings::per_pod()
+                },
+            )
+        });
         // The Job sidecar terminator (spec/sidecar-terminator.md §3, §9; DECISIONS 1): gate
         // `SidecarTerminator` (forced off without `KruiseDaemon`), the CRD served; on the
         // webhooks' pod store, with a Node and a CRR watch of its own.
@@ -214,6 +232,7 @@ impl Controllers {
             spreads,
             barriers,
             terminator,
+            readiness,
         }
     }
 
@@ -238,6 +257,9 @@ impl Controllers {
             c.stop().await;
         }
         if let Some(c) = self.terminator {
+            c.stop().await;
+        }
+        if let Some(c) = self.readiness {
             c.stop().await;
         }
         if let Some(leader) = self.leader {

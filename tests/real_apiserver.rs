@@ -99,6 +99,7 @@ fn main() {
         ("workloadspread_with_a_deployment", |c| c.workloadspread()),
         ("job_sidecar_terminator_crr", |c| c.sidecar_terminator()),
         ("launch_priority_barrier_in_order", |c| c.launch_priority()),
+        ("pod_readiness_gate_turns_ready", |c| c.pod_readiness()),
         ("self_managed_certificates_and_rotation", |c| {
             c.certificate_rotation()
         }),
@@ -1291,6 +1292,97 @@ impl Cluster<'_> {
         }
         replica.stop(STOP_WITHIN)?;
         Ok(format!("CRR {crr} names container log"))
+    }
+}
+
+impl Cluster<'_> {
+    /// Issue 39: with `KruisePodReadinessGate=true` a pod gets the readiness gate `KruisePodReady` from the pod
+    /// webhook and the condition `True` from the pod-readiness controller, and turns Ready once the kubelet
+    /// reports its containers ready; one whose condition a writer holds `False` with a not-ready key stays
+    /// NotReady, its key untouched (docs/pod-readiness.md §5 scenarios 3, 8).
+    fn pod_readiness(&self) -> Outcome {
+        self.install_configurations(Mode::ExternalUrl)?;
+        let mut options = self.options(Mode::ExternalUrl, Ipv4Addr::LOCALHOST);
+        options
+            .extra_args
+            .push("--feature-gates=KruisePodReadinessGate=true".into());
+        let mut replica = Replica::start(
+            self.deployment(),
+            &self.kubeconfig,
+            &options,
+            self.plane.path(),
+            "pod-readiness",
+        );
+        replica.wait_ready(READY_WITHIN)?;
+        let ns = "web";
+        let pod = |name: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns, "labels": {"app": "gated"}},
+                "spec": {"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "app", "image": "app:1"}]}})
+        };
+        let started = Instant::now();
+        self.plane.apply(&[pod("gated-0")])?;
+        let created = self.get("pod", Some(ns), "gated-0")?;
+        if created["spec"]["readinessGates"] != json!([{"conditionType": "KruisePodReady"}]) {
+            return Err(format!("no readiness gate: {}", created["spec"]));
+        }
+        let condition = |pod: &Value, t: &str| {
+            pod["status"]["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == t))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let became_ready = wait_for("the gated pod Ready", ACT_WITHIN, || {
+            self.plane.kubelet(ns, "app=gated")?;
+            let pod = self.get("pod", Some(ns), "gated-0")?;
+            (condition(&pod, "KruisePodReady")["status"] == "True"
+                && condition(&pod, "Ready")["status"] == "True")
+                .then(|| started.elapsed())
+                .ok_or_else(|| pod["status"].to_string())
+        })
+        .map_err(|e| {
+            format!(
+                "{e}
+{}",
+                envtest::server_log(&replica.log, 10)
+            )
+        })?;
+        // A writer (kruise-daemon restarting a container) holds the condition False with its key.
+        self.plane.apply(&[pod("gated-1")])?;
+        let keyed = r#"[{"userAgent":"ContainerRecreateRequest","key":"web/restart-gated-1"}]"#;
+        self.plane.kubectl(
+            &[
+                "patch",
+                "pod",
+                "gated-1",
+                "-n",
+                ns,
+                "--subresource=status",
+                "--type=strategic",
+                "-p",
+                &json!({"status": {"conditions": [{"type": "KruisePodReady", "status": "False",
+                    "message": keyed, "lastTransitionTime": "2026-12-01T00:00:00Z"}]}})
+                .to_string(),
+            ],
+            None,
+        )?;
+        self.plane.kubelet(ns, "app=gated")?;
+        std::thread::sleep(Duration::from_secs(2));
+        self.plane.kubelet(ns, "app=gated")?;
+        let held = self.get("pod", Some(ns), "gated-1")?;
+        if condition(&held, "KruisePodReady")["message"] != keyed
+            || condition(&held, "KruisePodReady")["status"] != "False"
+            || condition(&held, "Ready")["status"] != "False"
+        {
+            return Err(format!("the writer's key was not kept: {}", held["status"]));
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "gate injected, KruisePodReady True, Ready {:.1} s after the create; a keyed False kept NotReady",
+            became_ready.as_secs_f64()
+        ))
     }
 }
 

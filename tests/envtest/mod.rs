@@ -467,8 +467,10 @@ impl ControlPlane {
     }
 
     /// What a kubelet would do for the pods of `namespace` matching `selector`: binds each unbound one to a
-    /// Node (round robin over `node-0`..`node-11`), and reports each not yet running as running and ready
-    /// through the status subresource (every container started and ready). Returns the pods' names.
+    /// Node (round robin over `node-0`..`node-11`), reports each not yet running as running through the status
+    /// subresource (every container started and ready), and keeps `Ready` as the kubelet computes it: the
+    /// containers ready and every readiness gate's condition `True` (strategic merges by condition type, so
+    /// the gates' conditions others write stay). Returns the pods' names.
     ///
     /// # Errors
     /// A refused binding or status write.
@@ -502,6 +504,44 @@ impl ControlPlane {
                     Some(&binding.to_string()),
                 )?;
             }
+            // Ready as the kubelet decides it: the containers ready and every readiness gate's condition
+            // True (a gate's condition is someone else's, e.g. the pod-readiness controller's KruisePodReady).
+            let condition = |t: &str| {
+                pod["status"]["conditions"]
+                    .as_array()
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == t))
+                    .map(|c| c["status"].clone())
+            };
+            let gates_met = pod["spec"]["readinessGates"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|g| {
+                    g["conditionType"]
+                        .as_str()
+                        .is_some_and(|t| condition(t) == Some(json!("True")))
+                });
+            let ready = if gates_met { "True" } else { "False" };
+            if pod["status"]["phase"] == "Running" && condition("Ready") != Some(json!(ready)) {
+                // A strategic merge by condition type, as the kubelet's status manager patches: the gates'
+                // conditions stay.
+                let status =
+                    json!({"status": {"conditions": [{"type": "Ready", "status": ready}]}});
+                self.kubectl(
+                    &[
+                        "patch",
+                        "pod",
+                        &name,
+                        "-n",
+                        namespace,
+                        "--subresource=status",
+                        "--type=strategic",
+                        "-p",
+                        &status.to_string(),
+                    ],
+                    None,
+                )?;
+            }
             if pod["status"]["phase"] != "Running" {
                 let statuses: Vec<Value> = pod["spec"]["containers"]
                     .as_array()
@@ -515,10 +555,23 @@ impl ControlPlane {
                     })
                     .collect();
                 let status = json!({"status": {"phase": "Running", "podIP": format!("10.1.0.{}", i % 250 + 2),
-                    "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"},
+                    "conditions": [{"type": "Ready", "status": ready}, {"type": "ContainersReady", "status": "True"},
                         {"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"}],
                     "containerStatuses": statuses}});
-                self.write_pod_status(namespace, &name, &status)?;
+                self.kubectl(
+                    &[
+                        "patch",
+                        "pod",
+                        &name,
+                        "-n",
+                        namespace,
+                        "--subresource=status",
+                        "--type=strategic",
+                        "-p",
+                        &status.to_string(),
+                    ],
+                    None,
+                )?;
             }
             names.push(name);
         }

@@ -22,6 +22,7 @@ pub mod json;
 pub mod launch_priority;
 pub mod native_sidecar;
 pub mod pod;
+pub mod pod_readiness;
 pub mod podunavailablebudget;
 pub mod quantity;
 pub mod registry;

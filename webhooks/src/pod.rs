@@ -50,7 +50,7 @@ pub mod pod_probe_marker;
 use persistent_pod_state::whitelist::WhitelistSource;
 
 /// The readiness gate condition Kruise workloads use.
-pub const KRUISE_POD_READY: &str = "KruisePodReady";
+pub use crate::api::pod::KRUISE_POD_READY;
 
 /// What the chain needs besides the request and the cluster view: time, randomness and configuration come
 /// in as values (STYLE §2).

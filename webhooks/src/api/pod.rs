@@ -85,13 +85,15 @@ pub const READ_ENV: &[&str] = &[
 /// The pod conditions something reads (`Ready`: the SidecarSet status counts ready pods, its upgrade orders
 /// them by time ready; `ContainersReady`: the launch-priority barrier controller leaves such pods alone;
 /// `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes; `PodScheduled`: the
-/// WorkloadSpread controller's Adaptive strategy finds unschedulable pods by it and its reason); the others
-/// are dropped when decoded.
+/// WorkloadSpread controller's Adaptive strategy finds unschedulable pods by it and its reason;
+/// `KruisePodReady`: the pod-readiness controller, with its not-ready keys in the message); the others are
+/// dropped when decoded.
 pub const READ_CONDITIONS: &[&str] = &[
     "Ready",
     "ContainersReady",
     UPGRADABLE_CONDITION,
     SCHEDULED_CONDITION,
+    KRUISE_POD_READY,
 ];
 
 /// The pod condition the scheduler writes (its reason `Unschedulable` when no node fits).
@@ -180,6 +182,42 @@ pub struct SlimPodSpec {
         deserialize_with = "read_restart_policy"
     )]
     pub restart_policy: Option<Cow<'static, str>>,
+    /// Whether `readinessGates` holds `KruisePodReady` (the pod-readiness controller, docs/pod-readiness.md);
+    /// the other gates are dropped when decoded.
+    #[serde(
+        default,
+        rename = "readinessGates",
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "read_kruise_gate",
+        serialize_with = "write_kruise_gate"
+    )]
+    pub kruise_pod_ready_gate: bool,
+}
+
+/// The readiness gate and condition type `KruisePodReady` (docs/pod-readiness.md).
+pub const KRUISE_POD_READY: &str = "KruisePodReady";
+
+fn read_kruise_gate<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Gate {
+        #[serde(default)]
+        condition_type: Option<String>,
+    }
+    let gates = Option::<Vec<Gate>>::deserialize(deserializer)?;
+    Ok(gates
+        .into_iter()
+        .flatten()
+        .any(|g| g.condition_type.as_deref() == Some(KRUISE_POD_READY)))
+}
+
+fn write_kruise_gate<S: Serializer>(gate: &bool, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = serializer.serialize_seq(Some(usize::from(*gate)))?;
+    if *gate {
+        seq.serialize_element(&serde_json::json!({"conditionType": KRUISE_POD_READY}))?;
+    }
+    seq.end()
 }
 
 /// `restartPolicy`, Kubernetes' three values as static strings (every pod has one: no allocation each).
@@ -316,8 +354,9 @@ fn read_conditions<'de, D: Deserializer<'de>>(
     if let Some(list) = &mut conditions {
         list.retain(|c| READ_CONDITIONS.contains(&c.type_.as_str()));
         for c in list.iter_mut() {
-            // Only the upgrade condition's message is read (Ready's can be long).
-            if c.type_ != UPGRADABLE_CONDITION {
+            // Only the upgrade condition's message and KruisePodReady's (its not-ready keys) are read (Ready's
+            // can be long).
+            if c.type_ != UPGRADABLE_CONDITION && c.type_ != KRUISE_POD_READY {
                 c.message = None;
             }
             // Only the scheduled condition's reason is read.
@@ -330,8 +369,8 @@ fn read_conditions<'de, D: Deserializer<'de>>(
     Ok(conditions)
 }
 
-/// A pod condition's `type`, `status`, `lastTransitionTime`, `SidecarSetUpgradable`'s `message` and
-/// `PodScheduled`'s `reason`.
+/// A pod condition's `type`, `status`, `lastTransitionTime`, the `message` of `SidecarSetUpgradable` and
+/// `KruisePodReady`, and `PodScheduled`'s `reason`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SlimPodCondition {
@@ -344,7 +383,7 @@ pub struct SlimPodCondition {
     /// `lastTransitionTime`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<Time>,
-    /// `message` (kept for `SidecarSetUpgradable` only).
+    /// `message` (kept for `SidecarSetUpgradable` and `KruisePodReady` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// `reason` (kept for `PodScheduled` only).
