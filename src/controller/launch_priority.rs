@@ -284,6 +284,10 @@ impl Reconciler for LaunchPriorityController {
     type Object = SlimPod;
     type Error = BarrierError;
 
+    fn name() -> String {
+        "ContainerLaunchPriority".to_owned()
+    }
+
     fn failure_report(&self) -> Option<&FailureReport> {
         Some(&self.report)
     }

@@ -121,6 +121,10 @@ impl Reconciler for PodReadinessController {
     type Object = SlimPod;
     type Error = ReadinessError;
 
+    fn name() -> String {
+        "PodReadiness".to_owned()
+    }
+
     fn failure_report(&self) -> Option<&FailureReport> {
         Some(&self.report)
     }

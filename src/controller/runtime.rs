@@ -122,6 +122,15 @@ pub trait Reconciler: Send + Sync + 'static {
         None
     }
 
+    /// The controller's name in logs (`controller`) and in `controller_errors_total{controller}`: the kind it
+    /// reconciles, unless several controllers reconcile that kind (the pod controllers name what they do).
+    fn name() -> String
+    where
+        Self: Sized,
+    {
+        kind::<Self>()
+    }
+
     /// Brings one object to its desired state. `Ok(Some(after))` asks for another reconcile after `after`
     /// even if nothing changes (waiting on something that sends no event); `Ok(None)`: when something does.
     ///
@@ -329,8 +338,8 @@ fn error_policy<R: Reconciler>(
         .min_backoff
         .saturating_mul(1 << failures.min(16).saturating_sub(1))
         .min(settings.max_backoff);
-    let kind = kind::<R>();
-    tracing::warn!(kind = %kind, namespace = %object.meta().namespace.as_deref().unwrap_or(""),
+    let kind = R::name();
+    tracing::warn!(controller = %kind, namespace = %object.meta().namespace.as_deref().unwrap_or(""),
         name = %object.meta().name.as_deref().unwrap_or(""), error = %message, failures,
         retry_in_s = delay.as_secs_f64(), "reconcile failed");
     if let Some(report) = term.reconciler.failure_report() {
@@ -383,18 +392,18 @@ fn term<R: Reconciler>(reconciler: Arc<R>, settings: Settings) -> BoxStream<'sta
         settings,
         failures: Mutex::default(),
     });
-    let kind = kind::<R>();
+    let kind = R::name();
     controller
         .run(reconcile::<R>, error_policy::<R>, term)
         .map(move |outcome| match outcome {
-            Ok((object, _)) => tracing::debug!(kind = %kind, name = %object.name, "reconciled"),
+            Ok((object, _)) => tracing::debug!(controller = %kind, name = %object.name, "reconciled"),
             // Logged by the error policy.
             Err(controller::Error::ReconcilerFailed(..)) => {}
             // Triggered by a change of something it no longer exists for.
             Err(controller::Error::ObjectNotFound(object)) => {
-                tracing::debug!(kind = %kind, name = %object.name, "not found: nothing to reconcile")
+                tracing::debug!(controller = %kind, name = %object.name, "not found: nothing to reconcile")
             }
-            Err(e) => tracing::warn!(kind = %kind, error = %e, "controller queue failed"),
+            Err(e) => tracing::warn!(controller = %kind, error = %e, "controller queue failed"),
         })
         .boxed()
 }
@@ -418,7 +427,7 @@ async fn lead<R: Reconciler>(
     mut stop: watch::Receiver<bool>,
     settings: Settings,
 ) {
-    let kind = kind::<R>();
+    let kind = R::name();
     loop {
         tokio::select! {
             leading = until(&mut leader, true) => if !leading { return },
@@ -429,15 +438,15 @@ async fn lead<R: Reconciler>(
             () = leadership_lost(&mut leader) => continue,
             _ = until(&mut stop, true) => return,
         }
-        tracing::info!(kind = %kind, "leading: reconciling");
+        tracing::info!(controller = %kind, "leading: reconciling");
         let mut outcomes = term(reconciler.clone(), settings);
         tokio::select! {
             () = async { while outcomes.next().await.is_some() {} } => {
-                tracing::error!(kind = %kind, "the controller stopped on its own; restarting it");
+                tracing::error!(controller = %kind, "the controller stopped on its own; restarting it");
                 tokio::time::sleep(Duration::from_secs(5)).await;
             }
             () = leadership_lost(&mut leader) => {
-                tracing::warn!(kind = %kind, "leadership lost: reconciles in flight abandoned");
+                tracing::warn!(controller = %kind, "leadership lost: reconciles in flight abandoned");
             }
             _ = until(&mut stop, true) => return,
         }
@@ -457,7 +466,7 @@ pub fn start<R: Reconciler>(
     settings: Settings,
 ) -> Running {
     let (stop, stop_rx) = watch::channel(false);
-    let kind = kind::<R>();
+    let kind = R::name();
     let task = tokio::spawn(async move {
         loop {
             let attempt = tokio::spawn(lead(
@@ -469,7 +478,7 @@ pub fn start<R: Reconciler>(
             match attempt.await {
                 Ok(()) => return,
                 Err(e) => {
-                    tracing::error!(kind = %kind, error = %e, "the controller died; restarting it");
+                    tracing::error!(controller = %kind, error = %e, "the controller died; restarting it");
                     let mut stop = stop_rx.clone();
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_secs(5)) => {}

@@ -454,6 +454,10 @@ impl Reconciler for SidecarTerminatorController {
     type Object = SlimPod;
     type Error = ReconcileError;
 
+    fn name() -> String {
+        "SidecarTerminator".to_owned()
+    }
+
     fn failure_report(&self) -> Option<&FailureReport> {
         Some(&self.ctx.report)
     }

@@ -239,9 +239,12 @@ pub fn beside_openkruise_1_8_3(_: &Cluster) -> Outcome {
             "kruise's objects changed: {changed:?}\nserver log:\n{log}"
         ));
     }
-    // kruise-manager's SidecarSet and launch-priority controllers run, not ours: of the pod controllers
-    // only the Job sidecar terminator.
-    let wanted = ["Pod", "PodUnavailableBudget", "WorkloadSpread"];
+    // kruise-manager's SidecarSet, launch-priority and pod-readiness controllers run, not ours.
+    let wanted = [
+        "PodUnavailableBudget",
+        "SidecarTerminator",
+        "WorkloadSpread",
+    ];
     if reconciling != wanted {
         return Err(format!(
             "controllers reconciling beside OpenKruise: {reconciling:?}, not {wanted:?}"
@@ -431,14 +434,14 @@ fn spread_v1alpha1(cluster: &Cluster) -> Result<String, String> {
     Ok(format!("a v1alpha1 WorkloadSpread placed {placed:?}"))
 }
 
-/// The kinds of the controllers that said `leading: reconciling` in `log` (JSON lines), sorted.
+/// The controllers that said `leading: reconciling` in `log` (JSON lines), sorted.
 fn leading_kinds(log: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let mut kinds: Vec<String> = text
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|entry| entry["message"] == "leading: reconciling")
-        .filter_map(|entry| entry["kind"].as_str().map(str::to_owned))
+        .filter_map(|entry| entry["controller"].as_str().map(str::to_owned))
         .collect();
     kinds.sort();
     kinds
