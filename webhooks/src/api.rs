@@ -43,6 +43,7 @@ pub mod probe;
 mod raw;
 pub mod revision;
 pub mod sidecarset;
+pub mod statefulset;
 pub mod workloadspread;
 
 pub use raw::RawObject;
