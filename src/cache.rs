@@ -665,6 +665,25 @@ impl Cluster {
         }
     }
 
+    /// The PersistentPodStates of `namespace` as v1beta1 (the PersistentPodState validator's conflict check,
+    /// docs/persistentpodstate.md §2.3): a live LIST at the served version in a cluster (fresher than the
+    /// cache, and the validator runs whether the cache is kept or not), the loaded objects standalone. A list
+    /// error is returned as text for the validator's message.
+    pub async fn persistent_pod_states_listed(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<Arc<PersistentPodState>>, String> {
+        match self {
+            Self::Fixture(f) => f.persistent_pod_states_in(namespace),
+            Self::Live(c) => {
+                let resource = c
+                    .versions
+                    .resource_or_newest(KruiseKind::PersistentPodState);
+                workloadspreads::list(&c.client, &resource, namespace, LIST_TIMEOUT).await
+            }
+        }
+    }
+
     /// Counts the custom resources of a CRD: a live LIST in a cluster, the loaded objects standalone.
     /// A list error is returned as text for the deny message.
     pub async fn count_custom_resources(
