@@ -44,6 +44,7 @@ mod raw;
 pub mod revision;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod topology_node;
 pub mod workloadspread;
 
 pub use raw::RawObject;

@@ -197,6 +197,9 @@ pub fn annotation_reads(pps: &PersistentPodState, pods: &[Arc<SlimPod>]) -> Vec<
         .collect()
 }
 
+/// The labels among the keys asked of a Node by name; `None` when the Node is not known.
+pub type NodeLabels<'a> = &'a dyn Fn(&str, &BTreeSet<String>) -> Option<BTreeMap<String, String>>;
+
 /// What [`compute`] reads besides the PersistentPodState.
 pub struct Inputs<'a> {
     /// The target, `None` when it is not found or being deleted.
@@ -204,7 +207,7 @@ pub struct Inputs<'a> {
     /// Its pods ([`target_pods`]).
     pub pods: &'a [Arc<SlimPod>],
     /// The labels of a Node among the keys asked, `None` when the Node is not known.
-    pub node_labels: &'a dyn Fn(&str, &BTreeSet<String>) -> Option<BTreeMap<String, String>>,
+    pub node_labels: NodeLabels<'a>,
     /// The annotations of the pods [`annotation_reads`] named, as read; a pod missing here (gone) keeps
     /// its entry.
     pub pod_annotations: &'a BTreeMap<String, BTreeMap<String, String>>,

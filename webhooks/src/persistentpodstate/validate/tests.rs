@@ -174,7 +174,7 @@ fn the_target_ref_is_immutable_version_included() {
     new["spec"]["targetRef"]["apiVersion"] = json!("apps/v1beta2");
     let req = request("v1beta1", "UPDATE", Some(new), Some(old.clone()));
     assert_eq!(
-        outcome(&req, &[old.clone()]),
+        outcome(&req, std::slice::from_ref(&old)),
         Some((
             422,
             "spec.targetRef: Forbidden: targetRef is immutable".into()
