@@ -744,6 +744,9 @@ fn the_beside_overlay_touches_no_object_of_openkruises_and_names_its_own_consist
     }
     for (group, resource) in [
         ("apiextensions.k8s.io", "customresourcedefinitions"),
+        // kruise-manager's PersistentPodState controller writes them there, not ours.
+        ("apps.kruise.io", "persistentpodstates"),
+        ("apps.kruise.io", "persistentpodstates/status"),
         ("", "services"),
         ("", "namespaces"),
         ("", "serviceaccounts"),
