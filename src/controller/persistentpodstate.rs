@@ -19,8 +19,9 @@
 //!
 //! One auto-generation reconcile of a StatefulSet (§4.3): the plan of [`generate::plan`] for it and the
 //! PersistentPodState of its name in the cache, carried out at the served version: a POST (AlreadyExists:
-//! done), a PUT of the spec with the cached resourceVersion (a conflict fails the reconcile, retried with
-//! backoff once the cache has the newer object), a DELETE with a uid precondition (gone or replaced: done).
+//! done), a PUT of the spec with the cached resourceVersion (a conflict or a 404: done, the change that
+//! caused it reconciles the StatefulSet again once the cache has it), a DELETE with a uid precondition (gone
+//! or replaced: done).
 //!
 //! Triggers (§3.3, §4.4), on the [controller runtime](super::runtime) over the webhooks' pod store and the
 //! PersistentPodState store (the webhooks' when they keep one), and caches of this controller's own: native
@@ -385,7 +386,7 @@ pub enum Generated {
 /// Carries out the auto-generation plan for StatefulSet `sts` (§4.3).
 ///
 /// # Errors
-/// An API call that failed (a conflict on the spec update included: retried with backoff).
+/// An API call that failed (a refusal by the validator included).
 pub async fn reconcile_generated<F: Flavor>(
     ctx: &Context,
     inputs: &Inputs,
@@ -438,8 +439,13 @@ pub async fn reconcile_generated<F: Flavor>(
                 );
                 Ok(Generated::Updated)
             }
-            // Gone meanwhile: its deletion brings the next reconcile, which creates it again.
-            Err(e) if is_code(&e, 404) => Ok(Generated::Nothing),
+            // Gone meanwhile, or changed since the cache's copy: that deletion or change reaches the cache
+            // and reconciles the StatefulSet again (the PersistentPodState trigger), on the fresh copy.
+            Err(e) if is_code(&e, 404) || is_code(&e, 409) => {
+                tracing::debug!(namespace, stateful_set = name, error = %e,
+                    "its PersistentPodState changed meanwhile: done until the cache has it");
+                Ok(Generated::Nothing)
+            }
             Err(e) => Err(failed("updating")(e)),
         },
         Plan::Delete { uid } => {
