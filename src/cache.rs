@@ -168,8 +168,7 @@ pub struct LiveStores {
     /// The PersistentPodStates the pod chain's node-affinity step reads (spec/pod-mutating-misc.md §7), as
     /// v1beta1: a store of the version the cluster serves, v1alpha1 objects converted with
     /// `kruise_webhooks::conversion::convert_object`. `None` while not watched: the step then finds none
-    /// and skips. No constructor starts this watch yet; whoever does adds it to [`LiveCache::sync_states`]
-    /// (done below for when it is set) and the `list`/`watch` RBAC on `persistentpodstates.apps.kruise.io`.
+    /// and skips (the PersistentPodState controller then watches them itself).
     persistent_pod_states: Option<Shared<PersistentPodState>>,
     /// The PodProbeMarkers (v1alpha1, their only version) the pod chain's serverless step reads
     /// (spec/pod-mutating-misc.md §9, gate EnablePodProbeMarkerOnServerless). `None` while not watched: the
@@ -385,6 +384,12 @@ impl LiveCache {
     /// The PodUnavailableBudgets, when watched (a PUB gate is on and the CRD is served).
     pub fn budget_store(&self) -> Option<&Shared<PodUnavailableBudget>> {
         self.budgets.as_ref()
+    }
+
+    /// The PersistentPodStates (v1beta1), when watched (the pod webhook runs and the CRD is served): the
+    /// PersistentPodState controller reads the same store.
+    pub fn persistent_pod_state_store(&self) -> Option<&Shared<PersistentPodState>> {
+        self.persistent_pod_states.as_ref()
     }
 
     /// The workloads PUBs protect (their stores, and the API for other kinds), when PUBs are watched.
@@ -660,6 +665,25 @@ impl Cluster {
                 .collect(),
             Self::Live(c) => {
                 let resource = c.versions.resource_or_newest(KruiseKind::WorkloadSpread);
+                workloadspreads::list(&c.client, &resource, namespace, LIST_TIMEOUT).await
+            }
+        }
+    }
+
+    /// The PersistentPodStates of `namespace` as v1beta1 (the PersistentPodState validator's conflict check,
+    /// docs/persistentpodstate.md §2.3): a live LIST at the served version in a cluster (fresher than the
+    /// cache, and the validator runs whether the cache is kept or not), the loaded objects standalone. A list
+    /// error is returned as text for the validator's message.
+    pub async fn persistent_pod_states_listed(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<Arc<PersistentPodState>>, String> {
+        match self {
+            Self::Fixture(f) => f.persistent_pod_states_in(namespace),
+            Self::Live(c) => {
+                let resource = c
+                    .versions
+                    .resource_or_newest(KruiseKind::PersistentPodState);
                 workloadspreads::list(&c.client, &resource, namespace, LIST_TIMEOUT).await
             }
         }

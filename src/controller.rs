@@ -2,8 +2,9 @@
 //! admission, certificates and readiness; only the replica holding the Lease `kruise-system/kruise-manager`
 //! ([`leader`]) runs the controllers: the SidecarSet controller ([`sidecarset`]), the
 //! PodUnavailableBudget status controller ([`podunavailablebudget`]), the WorkloadSpread controller
-//! ([`workloadspread`]), the container-launch-priority barrier controller ([`launch_priority`]) and the Job
-//! sidecar terminator ([`sidecar_terminator`]). Every controller runs on [`runtime`]: kube-runtime's
+//! ([`workloadspread`]), the container-launch-priority barrier controller ([`launch_priority`]), the Job
+//! sidecar terminator ([`sidecar_terminator`]) and the PersistentPodState status and auto-generation
+//! controllers ([`persistentpodstate`]). Every controller runs on [`runtime`]: kube-runtime's
 //! `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
@@ -13,6 +14,7 @@
 mod failure;
 pub mod launch_priority;
 pub mod leader;
+pub mod persistentpodstate;
 pub mod pod_readiness;
 pub mod podunavailablebudget;
 pub mod runtime;
@@ -52,6 +54,8 @@ pub struct Controllers {
     terminator: Option<runtime::Running>,
     /// The pod-readiness controller ([`pod_readiness`]), but beside OpenKruise.
     readiness: Option<runtime::Running>,
+    /// The PersistentPodState status and auto-generation controllers ([`persistentpodstate`]).
+    persistent_pod_states: Option<persistentpodstate::Started>,
 }
 
 impl Controllers {
@@ -65,8 +69,11 @@ impl Controllers {
     /// The Job sidecar terminator runs when the `SidecarTerminator` gate is on and the CRR CRD is served, on
     /// the pod store of `cache` and Node and CRR watches of its own. The container-launch-priority barrier
     /// controller and the pod-readiness controller (`KruisePodReady`, docs/pod-readiness.md) always run, on
-    /// the pod store. Beside OpenKruise (`--beside-openkruise`, DECISIONS 27) none of the SidecarSet, barrier
-    /// and pod-readiness controllers runs: kruise-manager's do.
+    /// the pod store. The PersistentPodState controllers run when the CRD is served
+    /// (docs/persistentpodstate.md §3), on the pod store, the PersistentPodState store of `cache` (or their
+    /// own when the pod webhook keeps none) and StatefulSet and Node watches of their own. Beside OpenKruise
+    /// (`--beside-openkruise`, DECISIONS 27) none of the SidecarSet, barrier, pod-readiness and
+    /// PersistentPodState controllers runs: kruise-manager's do.
     pub fn start(
         client: Client,
         cache: &LiveCache,
@@ -224,7 +231,33 @@ impl Controllers {
                 runtime::Settings::per_pod(),
             )
         });
-        Self {
+        // PersistentPodStates (docs/persistentpodstate.md §3, §4): the CRD served, and not beside OpenKruise,
+        // whose kruise-manager keeps its own PersistentPodState controller.
+        let versions = cache.versions();
+        let persistent_pod_states = (versions.serves(KruiseKind::PersistentPodState) && !beside)
+            .then(|| {
+                let states = cache
+                    .persistent_pod_state_store()
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        crate::cache::watch_kruise(
+                            &client,
+                            &versions.resource_or_newest(KruiseKind::PersistentPodState),
+                        )
+                    });
+                persistentpodstate::start(
+                    persistentpodstate::Context::new(writer.clone(), metrics.clone()).at(versions),
+                    persistentpodstate::Inputs::watch(
+                        &client,
+                        states,
+                        cache.pod_store().clone(),
+                        versions.serves(KruiseKind::AdvancedStatefulSet),
+                    ),
+                    leading.clone(),
+                    runtime::Settings::default(),
+                )
+            });
+        let controllers = Self {
             leader: None,
             leading,
             sidecar_sets,
@@ -233,7 +266,27 @@ impl Controllers {
             barriers,
             terminator,
             readiness,
-        }
+            persistent_pod_states,
+        };
+        tracing::info!(controllers = ?controllers.running(), "controllers started (they work while this replica leads)");
+        controllers
+    }
+
+    /// The kinds whose controllers these are (`PersistentPodState` for both of its controllers), in start
+    /// order: what `--beside-openkruise`, the gates and the CRDs served left running.
+    pub fn running(&self) -> Vec<&'static str> {
+        [
+            ("SidecarSet", self.sidecar_sets.is_some()),
+            ("PodUnavailableBudget", self.budgets.is_some()),
+            ("WorkloadSpread", self.spreads.is_some()),
+            ("ContainerLaunchPriority", self.barriers.is_some()),
+            ("SidecarTerminator", self.terminator.is_some()),
+            ("PodReadiness", self.readiness.is_some()),
+            ("PersistentPodState", self.persistent_pod_states.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(kind, on)| on.then_some(kind))
+        .collect()
     }
 
     /// Leadership, as the controllers see it.
@@ -260,6 +313,9 @@ impl Controllers {
             c.stop().await;
         }
         if let Some(c) = self.readiness {
+            c.stop().await;
+        }
+        if let Some(c) = self.persistent_pod_states {
             c.stop().await;
         }
         if let Some(leader) = self.leader {

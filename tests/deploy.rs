@@ -321,6 +321,41 @@ fn the_pod_webhooks_may_write_what_they_record() {
 }
 
 #[test]
+fn the_persistentpodstate_controllers_may_do_what_they_do() {
+    // docs/persistentpodstate.md §3-§4: the caches they read (PersistentPodStates, pods, both StatefulSet
+    // kinds, Nodes), a pod's metadata GET for its annotations, the status write and its re-read, the
+    // generated PersistentPodState's create, update and delete, the validator's LIST, their failure events.
+    for (group, resource, verb) in [
+        ("apps.kruise.io", "persistentpodstates", "list"),
+        ("apps.kruise.io", "persistentpodstates", "watch"),
+        ("apps.kruise.io", "persistentpodstates", "get"),
+        ("apps.kruise.io", "persistentpodstates", "create"),
+        ("apps.kruise.io", "persistentpodstates", "update"),
+        ("apps.kruise.io", "persistentpodstates", "delete"),
+        ("apps.kruise.io", "persistentpodstates/status", "update"),
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "pods", "get"),
+        ("apps", "statefulsets", "list"),
+        ("apps", "statefulsets", "watch"),
+        ("apps.kruise.io", "statefulsets", "list"),
+        ("apps.kruise.io", "statefulsets", "watch"),
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("", "events", "create"),
+    ] {
+        let verbs = cluster_role_verbs(group, resource);
+        assert!(
+            verbs.contains(verb),
+            "{group}/{resource}: {verb} not granted ({verbs:?})"
+        );
+    }
+    // Never more than that on them.
+    assert!(!cluster_role_verbs("apps.kruise.io", "persistentpodstates").contains("patch"));
+    assert!(!cluster_role_verbs("apps.kruise.io", "persistentpodstates/status").contains("patch"));
+}
+
+#[test]
 fn the_sidecar_terminator_may_do_what_it_does() {
     // spec/sidecar-terminator.md §3 and DECISIONS 11: the caches it reads, its CRRs (created, retried by
     // deletion), the image replacement, the status patch, its events, the owner reference's finalizers.

@@ -516,3 +516,14 @@ async fn workloadspread_pod_scenarios() {
     );
     run_all(cases).await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn persistentpodstate_scenarios() {
+    let cases = cases("persistentpodstate");
+    let missing = missing_scenarios(&cases, 1..=18);
+    assert!(
+        missing.is_empty(),
+        "every validator scenario of docs/persistentpodstate.md §5 (1-18) has a case; missing {missing:?}"
+    );
+    run_all(cases).await;
+}

@@ -651,8 +651,16 @@ fn the_beside_overlay_touches_no_object_of_openkruises_and_names_its_own_consist
     for spec in WEBHOOKS.iter().filter(|w| deletion_protection(w.name)) {
         assert!(BESIDE_VALIDATING.contains(&spec.name), "{}", spec.name);
     }
-    // Otherwise the base's configurations (rules, selectors, failurePolicy, timeouts): names put back, equal.
-    let base = render(&deploy().join("base"));
+    // Not kruise-manager's PersistentPodState validator, which it keeps (docs/persistentpodstate.md).
+    assert!(!BESIDE_VALIDATING.contains(&"vpersistentpodstate.kb.io"));
+    // Otherwise the base's configurations (rules, selectors, failurePolicy, timeouts): names put back, equal,
+    // the base's vpersistentpodstate taken out.
+    let mut base = render(&deploy().join("base"));
+    for object in &mut base {
+        if let Some(hooks) = object["webhooks"].as_array_mut() {
+            hooks.retain(|h| h["name"] != "vpersistentpodstate.kb.io");
+        }
+    }
     for (kind, name, base_name) in [
         (
             "MutatingWebhookConfiguration",
@@ -736,6 +744,9 @@ fn the_beside_overlay_touches_no_object_of_openkruises_and_names_its_own_consist
     }
     for (group, resource) in [
         ("apiextensions.k8s.io", "customresourcedefinitions"),
+        // kruise-manager's PersistentPodState controller writes them there, not ours.
+        ("apps.kruise.io", "persistentpodstates"),
+        ("apps.kruise.io", "persistentpodstates/status"),
         ("", "services"),
         ("", "namespaces"),
         ("", "serviceaccounts"),

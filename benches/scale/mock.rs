@@ -46,10 +46,12 @@ pub enum Kind {
     Crrs,
     /// `PersistentPodState`s (none: the pod webhook's PersistentPodState step).
     PersistentPodStates,
+    /// `apps/v1` and `apps.kruise.io/v1beta1` StatefulSets (none: the PersistentPodState controllers' caches).
+    StatefulSets,
 }
 
 /// Collection paths, longest first (the Namespaces path is a prefix of the revisions').
-const ROUTES: [(&str, Kind, &str, &str); 10] = [
+const ROUTES: [(&str, Kind, &str, &str); 12] = [
     (
         "/apis/apps/v1/namespaces/kruise-system/controllerrevisions",
         Kind::Revisions,
@@ -99,6 +101,18 @@ const ROUTES: [(&str, Kind, &str, &str); 10] = [
         Kind::PersistentPodStates,
         "apps.kruise.io/v1beta1",
         "PersistentPodStateList",
+    ),
+    (
+        "/apis/apps/v1/statefulsets",
+        Kind::StatefulSets,
+        "apps/v1",
+        "StatefulSetList",
+    ),
+    (
+        "/apis/apps.kruise.io/v1beta1/statefulsets",
+        Kind::StatefulSets,
+        "apps.kruise.io/v1beta1",
+        "StatefulSetList",
     ),
 ];
 
@@ -262,7 +276,11 @@ impl MockApi {
         match kind {
             Kind::Namespaces => sizes.namespaces,
             Kind::Pods => sizes.pods,
-            Kind::Claims | Kind::Nodes | Kind::Crrs | Kind::PersistentPodStates => 0,
+            Kind::Claims
+            | Kind::Nodes
+            | Kind::Crrs
+            | Kind::PersistentPodStates
+            | Kind::StatefulSets => 0,
             Kind::SidecarSets => sizes.sidecar_sets,
             Kind::Revisions => sizes.sidecar_sets + state.revisions.len(),
             Kind::Budgets => sizes.budgets,
@@ -280,7 +298,11 @@ impl MockApi {
                 let (rv, ready) = state.pods.get(&i).copied().unwrap_or((at, true));
                 objects::pod(sizes, i, rv, ready)
             }
-            Kind::Claims | Kind::Nodes | Kind::Crrs | Kind::PersistentPodStates => String::new(),
+            Kind::Claims
+            | Kind::Nodes
+            | Kind::Crrs
+            | Kind::PersistentPodStates
+            | Kind::StatefulSets => String::new(),
             Kind::SidecarSets => self.sidecar_set(state, i),
             Kind::Revisions => match i.checked_sub(sizes.sidecar_sets) {
                 None => objects::revision(i, at).1,

@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 
 use kube::Client;
 use kube::Resource;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -369,6 +369,25 @@ where
         let body = self.body(object)?;
         let object = self.api.replace_status(name, params, &body).await?;
         self.back(object)
+    }
+
+    /// PUT of the whole object `name` (its spec; the status subresource is not written), sent at the served
+    /// version and answered as `K`.
+    ///
+    /// # Errors
+    /// The API error (a 409 on a stale resourceVersion), or a conversion error.
+    pub async fn replace(&self, name: &str, params: &PostParams, object: &K) -> kube::Result<K> {
+        let body = self.body(object)?;
+        let object = self.api.replace(name, params, &body).await?;
+        self.back(object)
+    }
+
+    /// DELETE of `name` (the answer, the object or a Status, is not read).
+    ///
+    /// # Errors
+    /// The API error (404 when it is gone, 409 when a precondition fails).
+    pub async fn delete(&self, name: &str, params: &DeleteParams) -> kube::Result<()> {
+        self.api.delete(name, params).await.map(|_| ())
     }
 
     /// POST `object`.

@@ -1,6 +1,7 @@
 //! The WorkloadSpreads of a namespace, read live for the WorkloadSpread validator's conflict check
 //! (spec/workloadspread.md §7.1): a paged LIST at the served version (DECISIONS 25), each page bounded in time. No
-//! informer is kept for them: WorkloadSpread writes are rare, and OpenKruise lists too.
+//! informer is kept for them: WorkloadSpread writes are rare, and OpenKruise lists too. The PersistentPodState
+//! validator lists the same way ([`list`] is of any Kruise kind; docs/persistentpodstate.md §2.3).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,17 +35,21 @@ pub fn decode(value: &Value) -> Result<Arc<WorkloadSpread>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Every WorkloadSpread of `namespace` at the served `resource` (DECISIONS 25), 500 per page, each page
-/// within `timeout`; objects of another version than v1beta1 are converted.
+/// Every object of a Kruise kind `K` (a WorkloadSpread, a PersistentPodState) in `namespace` at the served
+/// `resource` (DECISIONS 25), 500 per page, each page within `timeout`; objects of another version than `K`'s
+/// are converted.
 ///
 /// # Errors
 /// The API error (or the timeout) as text, or why an item does not decode.
-pub async fn list(
+pub async fn list<K>(
     client: &Client,
     resource: &ApiResource,
     namespace: &str,
     timeout: Duration,
-) -> Result<Vec<Arc<WorkloadSpread>>, String> {
+) -> Result<Vec<Arc<K>>, String>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, resource);
     let mut all = Vec::new();
     let mut params = ListParams::default().limit(500);
@@ -56,9 +61,7 @@ pub async fn list(
         for item in page.items {
             let value = serde_json::to_value(item).map_err(|e| e.to_string())?;
             // Items of a list may come without their own apiVersion and kind: those of the resource listed.
-            all.push(Arc::new(super::versions::decode::<WorkloadSpread>(
-                value, resource,
-            )?));
+            all.push(Arc::new(super::versions::decode::<K>(value, resource)?));
         }
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
@@ -139,7 +142,7 @@ mod tests {
             .await;
         };
         let (listed, ()) = tokio::join!(
-            list(&client, &resource, "ns", Duration::from_secs(5)),
+            list::<WorkloadSpread>(&client, &resource, "ns", Duration::from_secs(5)),
             server
         );
         let listed = listed.unwrap();
@@ -165,7 +168,7 @@ mod tests {
         let server = answer(&mut handle, "limit=500", StatusCode::FORBIDDEN, forbidden);
         let resource = beta();
         let (listed, ()) = tokio::join!(
-            list(&client, &resource, "ns", Duration::from_secs(5)),
+            list::<WorkloadSpread>(&client, &resource, "ns", Duration::from_secs(5)),
             server
         );
         let err = listed.unwrap_err();
@@ -189,8 +192,10 @@ mod tests {
                         {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}]}}]}),
         );
         let alpha = KruiseKind::WorkloadSpread.api_resource(Version::V1alpha1);
-        let (listed, ()) =
-            tokio::join!(list(&client, &alpha, "ns", Duration::from_secs(5)), server);
+        let (listed, ()) = tokio::join!(
+            list::<WorkloadSpread>(&client, &alpha, "ns", Duration::from_secs(5)),
+            server
+        );
         let listed = listed.unwrap();
         assert!(listed[0].spec.subsets[0].required_node_selector.is_some());
     }

@@ -154,6 +154,23 @@ pub async fn decide(
             };
             workloadspread::validate::validate(req, &ctx)
         }
+        Handler::PersistentPodStateValidate => {
+            // Nothing to fetch for what the rule does not send (allowed as is).
+            let (whitelist, others) =
+                if matches!(req.operation, Operation::Create | Operation::Update) {
+                    futures::join!(
+                        cluster.persistent_pod_state_whitelist(env.kruise_namespace),
+                        cluster.persistent_pod_states_listed(req.namespace())
+                    )
+                } else {
+                    (WhitelistSource::Missing, Ok(Vec::new()))
+                };
+            let ctx = kruise_webhooks::persistentpodstate::validate::ValidateContext {
+                whitelist: &whitelist,
+                others: &others,
+            };
+            kruise_webhooks::persistentpodstate::validate::validate(req, &ctx)
+        }
         handler => {
             let mut facts = Facts::default();
             if let Some(query) =

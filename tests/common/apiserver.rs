@@ -3,7 +3,8 @@
 //! share one cluster.
 //!
 //! It holds JSON objects by collection and serves what the server's caches and the PUB gate use: LIST
-//! (whole), WATCH (the events since the requested resourceVersion, then live ones), GET of one object,
+//! (whole), WATCH (the events since the requested resourceVersion, then live ones), GET of one object, POST
+//! (a uid given, and a Kruise object its first generation),
 //! `PUT .../status` with optimistic concurrency (a resourceVersion that is not the stored one is a 409 with
 //! the API server's text), and POST of events (counted). Faults can be injected into status writes: a share
 //! of them failing with 500, or the next few answering 409 after a concurrent write of its own. It can also
@@ -109,6 +110,14 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "podprobemarkers",
         "PodProbeMarkerList",
     ),
+    // The PersistentPodState controllers (docs/persistentpodstate.md §3): Advanced StatefulSets, and Nodes
+    // (cluster-scoped: an empty segment).
+    (
+        "/apis/apps.kruise.io/v1beta1/statefulsets",
+        "statefulsets",
+        "StatefulSetList",
+    ),
+    ("/api/v1/nodes", "", "NodeList"),
     // The CRDs the server follows (docs/startup-order.md).
     (
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -784,11 +793,21 @@ impl StandIn {
                 &format!("{:?} already exists", key.1),
             );
         }
+        // As the API server does: a new object gets a uid (and a custom resource its first generation).
+        if object["metadata"]["uid"].is_null() {
+            object["metadata"]["uid"] = json!(format!("uid-{}", state.resource_version + 1));
+        }
+        if object["metadata"]["generation"].is_null()
+            && collection.starts_with("/apis/apps.kruise.io/")
+        {
+            object["metadata"]["generation"] = json!(1);
+        }
         Self::store(&mut state, collection, &mut object, "ADDED");
         respond(StatusCode::CREATED, object.to_string())
     }
 
-    /// PUT of the whole object: refused on a stale resourceVersion; the status stays the stored one.
+    /// PUT of the whole object: refused on a stale resourceVersion; the status stays the stored one, the
+    /// generation goes up with a change of the spec.
     fn replace(
         &self,
         collection: &'static str,
@@ -804,6 +823,11 @@ impl StandIn {
         };
         if sent["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"] {
             return Self::conflict(&key.1);
+        }
+        // The generation is the server's: one more when the spec changed.
+        if let Some(generation) = stored["metadata"]["generation"].as_i64() {
+            let changed = sent["spec"] != stored["spec"];
+            sent["metadata"]["generation"] = json!(generation + i64::from(changed));
         }
         if let Some(status) = stored.get("status").cloned() {
             sent["status"] = status;

@@ -43,6 +43,8 @@ pub mod probe;
 mod raw;
 pub mod revision;
 pub mod sidecarset;
+pub mod statefulset;
+pub mod topology_node;
 pub mod workloadspread;
 
 pub use raw::RawObject;

@@ -21,6 +21,7 @@ pub mod fixture;
 pub mod json;
 pub mod launch_priority;
 pub mod native_sidecar;
+pub mod persistentpodstate;
 pub mod pod;
 pub mod pod_readiness;
 pub mod podunavailablebudget;

@@ -52,6 +52,9 @@ pub enum Handler {
     PodUnavailableBudgetValidate,
     /// `/validate-apps-kruise-io-workloadspread`: WorkloadSpread validation (spec/workloadspread.md §7).
     WorkloadSpreadValidate,
+    /// `/validate-apps-kruise-io-persistentpodstate`: PersistentPodState validation
+    /// (docs/persistentpodstate.md §2).
+    PersistentPodStateValidate,
 }
 
 /// A custom resource kind whose CRD must be served for a webhook to be registered (spec/webhook-server.md §4).
@@ -456,6 +459,28 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
             groups: &["apps.kruise.io"],
             versions: &["v1alpha1", "v1beta1"],
             resources: &["workloadspreads"],
+            operations: CREATE_UPDATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::None,
+        delete_protection_scoped: false,
+        gate: None,
+        requires: None,
+        excludes_system_namespaces: true,
+    },
+    // Always registered, as OpenKruise does (docs/persistentpodstate.md §2.1): both served versions, failurePolicy
+    // Fail as OpenKruise ships it. Namespaced: kube-system and our namespace are excluded (DECISIONS 2). Not
+    // in the beside-OpenKruise overlay: kruise-manager keeps its own there.
+    WebhookSpec {
+        name: "vpersistentpodstate.kb.io",
+        path: "/validate-apps-kruise-io-persistentpodstate",
+        alt_paths: &[],
+        mutating: false,
+        handler: Handler::PersistentPodStateValidate,
+        rules: &[Rule {
+            groups: &["apps.kruise.io"],
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["persistentpodstates"],
             operations: CREATE_UPDATE,
         }],
         failure_policy: FailurePolicy::Fail,

@@ -18,6 +18,16 @@ use crate::de::nullable;
 pub const API_VERSION: &str = "apps.kruise.io/v1beta1";
 /// Pod annotation naming the PersistentPodState whose topology was injected.
 pub const INJECTED_ANNOTATION: &str = "kruise.io/injected-persistent-pod-state";
+/// StatefulSet annotation: `true` asks for a PersistentPodState named after it (docs/persistentpodstate.md §4).
+pub const AUTO_GENERATE_ANNOTATION: &str = "kruise.io/auto-generate-persistent-pod-state";
+/// StatefulSet annotation: the required topology keys of the generated PersistentPodState, comma-separated.
+pub const REQUIRED_TOPOLOGY_ANNOTATION: &str = "kruise.io/required-persistent-topology";
+/// StatefulSet annotation: the preferred topology keys (one term, weight 100), comma-separated.
+pub const PREFERRED_TOPOLOGY_ANNOTATION: &str = "kruise.io/preferred-persistent-topology";
+/// StatefulSet annotation: the pod annotation keys to persist, comma-separated.
+pub const PERSISTENT_POD_ANNOTATIONS_ANNOTATION: &str = "kruise.io/persistent-pod-annotations";
+/// `persistentPodStateRetentionPolicy` that keeps entries until the target goes.
+pub const RETENTION_WHEN_DELETED: &str = "WhenDeleted";
 
 /// PersistentPodState is the Schema for the PersistentPodState API.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
