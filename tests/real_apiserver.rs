@@ -100,6 +100,9 @@ fn main() {
         ("job_sidecar_terminator_crr", |c| c.sidecar_terminator()),
         ("launch_priority_barrier_in_order", |c| c.launch_priority()),
         ("pod_readiness_gate_turns_ready", |c| c.pod_readiness()),
+        ("persistent_pod_state_end_to_end", |c| {
+            c.persistent_pod_state()
+        }),
         ("self_managed_certificates_and_rotation", |c| {
             c.certificate_rotation()
         }),
@@ -1292,6 +1295,162 @@ impl Cluster<'_> {
         }
         replica.stop(STOP_WITHIN)?;
         Ok(format!("CRR {crr} names container log"))
+    }
+}
+
+impl Cluster<'_> {
+    /// Issue 39: PersistentPodState end to end (docs/persistentpodstate.md): a PPS over a StatefulSet's pods
+    /// (kube-controller-manager creates them, the simulated kubelet runs them on zoned Nodes) gets
+    /// `status.podStates` from the leader; a pod deleted and recreated by the StatefulSet controller gets the
+    /// node affinity of the node its predecessor ran on from the pod webhook; a second PPS on the same target
+    /// is refused by the validator with OpenKruise's message; a StatefulSet annotated for auto-generation gets
+    /// its PPS, which goes when the annotation does.
+    fn persistent_pod_state(&self) -> Outcome {
+        if !self.plane.has_controller_manager() {
+            return Err("needs kube-controller-manager in KUBEBUILDER_ASSETS".into());
+        }
+        let replica = self.serving(None, "persistent-pod-state")?;
+        let ns = "pps";
+        let stateful_set = |name: &str, annotations: Value| {
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+                "spec": {"replicas": 2, "serviceName": name, "podManagementPolicy": "Parallel",
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                        "spec": {"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 0,
+                                 "containers": [{"name": "db", "image": "db:1"}]}}}})
+        };
+        self.plane.apply(&[
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "PersistentPodState",
+                "metadata": {"name": "web", "namespace": ns},
+                "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web"},
+                    "requiredPersistentTopology": {"keys": ["topology.kubernetes.io/zone"]},
+                    "preferredPersistentTopology": [{"weight": 50,
+                        "preference": {"keys": ["kubernetes.io/hostname"]}}]}}),
+            stateful_set("web", json!({})),
+        ])?;
+        self.run_pods(ns, "app=web", 2)?;
+        let states = wait_for("status.podStates of web-0 and web-1", ACT_WITHIN, || {
+            let _ = self.plane.kubelet(ns, "app=web")?;
+            let status = self.get("persistentpodstate", Some(ns), "web")?["status"].clone();
+            let states = status["podStates"].clone();
+            let recorded = |pod: &str| {
+                let node = self.get("pod", Some(ns), pod).ok()?["spec"]["nodeName"].clone();
+                let state = &states[pod];
+                (state["nodeName"] == node
+                    && state["nodeTopologyLabels"]["topology.kubernetes.io/zone"].is_string()
+                    && state["nodeTopologyLabels"]["kubernetes.io/hostname"] == node)
+                    .then_some(())
+            };
+            (recorded("web-0").is_some() && recorded("web-1").is_some())
+                .then(|| states.clone())
+                .ok_or_else(|| status.to_string())
+        })
+        .map_err(|e| {
+            format!(
+                "{e}
+{}",
+                envtest::server_log(&replica.log, 10)
+            )
+        })?;
+        // web-0 deleted (no kubelet here to finish it: forced); the StatefulSet controller creates it again.
+        let old_uid = self.get("pod", Some(ns), "web-0")?["metadata"]["uid"].clone();
+        self.plane.kubectl(
+            &[
+                "delete",
+                "pod",
+                "web-0",
+                "-n",
+                ns,
+                "--grace-period=0",
+                "--force",
+            ],
+            None,
+        )?;
+        let recreated = wait_for("web-0 recreated", ACT_WITHIN, || {
+            let pod = self.get("pod", Some(ns), "web-0")?;
+            (pod["metadata"]["uid"] != old_uid)
+                .then(|| pod.clone())
+                .ok_or_else(|| "not yet".to_owned())
+        })?;
+        let before = &states["web-0"]["nodeTopologyLabels"];
+        let want_selector =
+            json!({"topology.kubernetes.io/zone": before["topology.kubernetes.io/zone"]});
+        let want_preferred = json!([{"weight": 50, "preference": {"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In",
+             "values": [before["kubernetes.io/hostname"]]}]}}]);
+        if recreated["spec"]["nodeSelector"] != want_selector
+            || recreated["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+                != want_preferred
+            || recreated["metadata"]["annotations"]["kruise.io/injected-persistent-pod-state"]
+                != "web"
+        {
+            return Err(format!(
+                "the recreated pod is not put back on {before}: {}",
+                recreated["spec"]
+            ));
+        }
+        // The validator: one PersistentPodState per target.
+        match self
+            .plane
+            .apply(&[json!({"apiVersion": "apps.kruise.io/v1beta1",
+            "kind": "PersistentPodState", "metadata": {"name": "web-again", "namespace": ns},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web"},
+                "requiredPersistentTopology": {"keys": ["topology.kubernetes.io/zone"]}}})])
+        {
+            Err(e)
+                if e.contains("vpersistentpodstate.kb.io")
+                    && e.contains("targetRef is in conflict with other PersistentPodState web") => {
+            }
+            other => return Err(format!("a second PPS on the same target: {other:?}")),
+        }
+        // Auto-generation from the StatefulSet's annotations, and its removal with them.
+        self.plane.apply(&[stateful_set(
+            "db",
+            json!({"kruise.io/auto-generate-persistent-pod-state": "true",
+                "kruise.io/required-persistent-topology": "topology.kubernetes.io/zone",
+                "kruise.io/preferred-persistent-topology": "kubernetes.io/hostname"}),
+        )])?;
+        let db_uid = self.get("statefulset", Some(ns), "db")?["metadata"]["uid"].clone();
+        let generated = wait_for("PersistentPodState db generated", ACT_WITHIN, || {
+            self.get("persistentpodstate", Some(ns), "db")
+        })?;
+        let owner = &generated["metadata"]["ownerReferences"][0];
+        if owner["kind"] != "StatefulSet"
+            || owner["uid"] != db_uid
+            || owner["controller"] != true
+            || generated["spec"]["requiredPersistentTopology"]["keys"]
+                != json!(["topology.kubernetes.io/zone"])
+            || generated["spec"]["preferredPersistentTopology"][0]["weight"] != 100
+        {
+            return Err(format!("the generated PPS: {generated}"));
+        }
+        self.plane.kubectl(
+            &[
+                "annotate",
+                "statefulset",
+                "db",
+                "-n",
+                ns,
+                "kruise.io/auto-generate-persistent-pod-state-",
+            ],
+            None,
+        )?;
+        wait_for("PersistentPodState db deleted", ACT_WITHIN, || {
+            match self.get("persistentpodstate", Some(ns), "db") {
+                Err(e) if e.contains("NotFound") => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })?;
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "podStates {}; web-0 recreated with nodeSelector {want_selector} and its hostname preferred; a second PPS refused; db's PPS generated and removed",
+            states
+                .as_object()
+                .map(|m| m.keys().cloned().collect::<Vec<_>>().join(","))
+                .unwrap_or_default()
+        ))
     }
 }
 
