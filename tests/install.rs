@@ -482,6 +482,9 @@ const OPENKRUISE_OBJECTS: &[(&str, &str)] = &[
 /// The webhooks kruise-webhook serves beside OpenKruise (issue 38, DECISIONS 27): the pod webhooks, the
 /// SidecarSet, PodUnavailableBudget and WorkloadSpread ones, and deletion protection as the base has it.
 const BESIDE_MUTATING: &[&str] = &["mpod.kb.io", "msidecarset.kb.io"];
+/// The base's webhooks the beside overlay leaves out: kruise-manager keeps its own
+/// (docs/containerrecreaterequest-webhook.md §1).
+const KEPT_BY_KRUISE_MANAGER: &[&str] = &["mcontainerrecreaterequest.kb.io"];
 const BESIDE_VALIDATING: &[&str] = &[
     "vpod.kb.io",
     "vpodeviction.kb.io",
@@ -651,8 +654,31 @@ fn the_beside_overlay_touches_no_object_of_openkruises_and_names_its_own_consist
     for spec in WEBHOOKS.iter().filter(|w| deletion_protection(w.name)) {
         assert!(BESIDE_VALIDATING.contains(&spec.name), "{}", spec.name);
     }
-    // Otherwise the base's configurations (rules, selectors, failurePolicy, timeouts): names put back, equal.
+    // Otherwise the base's configurations (rules, selectors, failurePolicy, timeouts), but for the webhooks
+    // kruise-manager keeps: names put back, equal.
     let base = render(&deploy().join("base"));
+    let base_mutating = &find(
+        &base,
+        "MutatingWebhookConfiguration",
+        kruise_webhook::certs::MUTATING_CONFIGURATION,
+    )["webhooks"];
+    for kept in KEPT_BY_KRUISE_MANAGER {
+        assert!(
+            base_mutating
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| h["name"] == *kept),
+            "{kept} is in the base"
+        );
+        assert!(!BESIDE_MUTATING.contains(kept) && !BESIDE_VALIDATING.contains(kept));
+    }
+    let mut base = base;
+    for config in &mut base {
+        if let Some(hooks) = config.get_mut("webhooks").and_then(Value::as_array_mut) {
+            hooks.retain(|h| !KEPT_BY_KRUISE_MANAGER.iter().any(|k| h["name"] == *k));
+        }
+    }
     for (kind, name, base_name) in [
         (
             "MutatingWebhookConfiguration",

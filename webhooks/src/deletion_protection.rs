@@ -203,7 +203,8 @@ fn subject(handler: Handler, req: &AdmissionRequest) -> Result<Subject, WebhookE
         | Handler::SidecarSetDefault
         | Handler::SidecarSetValidate
         | Handler::PodUnavailableBudgetValidate
-        | Handler::WorkloadSpreadValidate => Subject::Allow,
+        | Handler::WorkloadSpreadValidate
+        | Handler::ContainerRecreateRequestMutate => Subject::Allow,
     })
 }
 
