@@ -104,7 +104,7 @@ fn a_create_gets_the_labels_defaults_and_status_context() {
 }
 
 #[test]
-fn a_create_that_has_everything_already_gets_no_patch() {
+fn a_create_already_labelled_and_defaulted_gets_only_the_status_context() {
     let object = crr(json!({"podName": "web-0", "containers": [{"name": "app"}]}));
     let verdict = create_with(&object, &[pod()], &FeatureGates::default()).unwrap();
     let done = patched(&object, &verdict);
