@@ -31,8 +31,8 @@ use crate::api::containerrecreaterequest::{
 };
 use crate::api::pod::{SIDECAR_TERMINATED_CONDITION, SlimContainer, SlimPod};
 use crate::features::{FeatureGates, Gate};
-use crate::json::RawJson;
-use crate::json::patch;
+use crate::json::go::unmarshal_kind;
+use crate::json::{RawJson, patch};
 use crate::{ClusterView, Denial, Verdict, WebhookError};
 
 /// The gate without which every request is refused (OpenKruise's `KruiseDaemon`, on by default).
@@ -88,7 +88,7 @@ fn decode(raw: Option<&RawJson>) -> Result<(Value, Object), WebhookError> {
     if !value.is_object() {
         return Err(WebhookError::Decode(format!(
             "cannot unmarshal {} into a ContainerRecreateRequest",
-            json_kind(&value)
+            unmarshal_kind(&value)
         )));
     }
     let typed = Object::deserialize(&value).map_err(WebhookError::decode)?;
@@ -366,20 +366,8 @@ fn child_object<'m>(
 fn not_an_object(what: &str, value: &Value) -> WebhookError {
     WebhookError::Decode(format!(
         "cannot unmarshal {} into the ContainerRecreateRequest's {what}, an object",
-        json_kind(value)
+        unmarshal_kind(value)
     ))
-}
-
-/// What Go's decoder calls a JSON value's kind in its errors.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// A value our own types serialise: cannot fail (no maps with non-string keys).
