@@ -29,7 +29,7 @@ use crate::admission::{AdmissionRequest, Operation};
 use crate::api::containerrecreaterequest::{
     ACTIVE_LABEL, NODE_NAME_LABEL, POD_UID_LABEL, UNREADY_ACQUIRED_ANNOTATION,
 };
-use crate::api::pod::{SIDECAR_TERMINATED_CONDITION, SlimContainer, SlimPod};
+use crate::api::pod::{SIDECAR_TERMINATED_CONDITION, SlimPod};
 use crate::features::{FeatureGates, Gate};
 use crate::json::go::unmarshal_kind;
 use crate::json::{RawJson, patch};
@@ -193,7 +193,7 @@ fn create(req: &AdmissionRequest, view: &impl ClusterView) -> Result<Verdict, We
             spec.pod_name
         ))));
     };
-    if !is_active(&pod) && !terminated_by_sidecar_terminator(&pod) {
+    if !pod.is_active() && !terminated_by_sidecar_terminator(&pod) {
         return Ok(Verdict::deny(refused_by_pod(
             "not allowed to recreate containers in an inactive Pod",
         )));
@@ -283,7 +283,7 @@ fn fill<'a>(
             "preStop, ports, statusContext in container are ready-only fields",
         ));
     }
-    let Some(pod_container) = pod_container(pod, name) else {
+    let Some(pod_container) = pod.container(name) else {
         return Err(refused_by_pod(format!("container {name} not found in Pod")));
     };
     let Some(status) = pod
@@ -318,22 +318,6 @@ fn fill<'a>(
     fields.insert("statusContext".into(), Value::Object(context));
     seen.insert(name);
     Ok(fields)
-}
-
-/// OpenKruise's `util.GetContainer`: init containers first, then containers.
-fn pod_container<'p>(pod: &'p SlimPod, name: &str) -> Option<&'p SlimContainer> {
-    let spec = pod.spec.as_ref()?;
-    spec.init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers)
-        .find(|c| c.name == name)
-}
-
-/// Kubernetes' `IsPodActive`: not Succeeded, not Failed, not being deleted.
-fn is_active(pod: &SlimPod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
 }
 
 /// Whether the pod carries the condition the Job sidecar terminator sets with the phase (any status).

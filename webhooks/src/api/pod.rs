@@ -155,6 +155,22 @@ impl SlimPod {
         }
     }
 
+    /// Kubernetes' `IsPodActive`: phase neither `Succeeded` nor `Failed`, not being deleted.
+    pub fn is_active(&self) -> bool {
+        let phase = self.status.as_ref().and_then(|s| s.phase.as_deref());
+        !matches!(phase, Some("Succeeded" | "Failed")) && self.metadata.deletion_timestamp.is_none()
+    }
+
+    /// OpenKruise's `util.GetContainer`: the init container or container of that name, init containers first.
+    pub fn container(&self, name: &str) -> Option<&SlimContainer> {
+        let spec = self.spec.as_ref()?;
+        spec.init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers)
+            .find(|c| c.name == name)
+    }
+
     /// Kubernetes' `IsRunningAndReady`: phase `Running`, condition `Ready=True`, not being deleted.
     pub fn is_running_and_ready(&self) -> bool {
         let Some(status) = &self.status else {
