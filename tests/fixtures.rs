@@ -527,3 +527,14 @@ async fn persistentpodstate_scenarios() {
     );
     run_all(cases).await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn containerrecreaterequest_scenarios() {
+    let cases = cases("containerrecreaterequest");
+    let missing = missing_scenarios(&cases, 1..=34);
+    assert!(
+        missing.is_empty(),
+        "every scenario of docs/containerrecreaterequest-webhook.md §8 (1-34) has a case; missing {missing:?}"
+    );
+    run_all(cases).await;
+}

@@ -482,6 +482,14 @@ const OPENKRUISE_OBJECTS: &[(&str, &str)] = &[
 /// The webhooks kruise-webhook serves beside OpenKruise (issue 38, DECISIONS 27): the pod webhooks, the
 /// SidecarSet, PodUnavailableBudget and WorkloadSpread ones, and deletion protection as the base has it.
 const BESIDE_MUTATING: &[&str] = &["mpod.kb.io", "msidecarset.kb.io"];
+/// The base's webhooks the beside overlay leaves out: kruise-manager keeps its own
+/// (docs/containerrecreaterequest-webhook.md §1).
+/// The base's webhooks kruise-manager keeps beside us: its ContainerRecreateRequest and PersistentPodState
+/// webhooks (docs/containerrecreaterequest-webhook.md, docs/persistentpodstate.md).
+const KEPT_BY_KRUISE_MANAGER: &[&str] = &[
+    "mcontainerrecreaterequest.kb.io",
+    "vpersistentpodstate.kb.io",
+];
 const BESIDE_VALIDATING: &[&str] = &[
     "vpod.kb.io",
     "vpodeviction.kb.io",
@@ -651,14 +659,21 @@ fn the_beside_overlay_touches_no_object_of_openkruises_and_names_its_own_consist
     for spec in WEBHOOKS.iter().filter(|w| deletion_protection(w.name)) {
         assert!(BESIDE_VALIDATING.contains(&spec.name), "{}", spec.name);
     }
-    // Not kruise-manager's PersistentPodState validator, which it keeps (docs/persistentpodstate.md).
-    assert!(!BESIDE_VALIDATING.contains(&"vpersistentpodstate.kb.io"));
-    // Otherwise the base's configurations (rules, selectors, failurePolicy, timeouts): names put back, equal,
-    // the base's vpersistentpodstate taken out.
+    // Otherwise the base's configurations (rules, selectors, failurePolicy, timeouts), but for the webhooks
+    // kruise-manager keeps: names put back, equal.
     let mut base = render(&deploy().join("base"));
-    for object in &mut base {
-        if let Some(hooks) = object["webhooks"].as_array_mut() {
-            hooks.retain(|h| h["name"] != "vpersistentpodstate.kb.io");
+    for kept in KEPT_BY_KRUISE_MANAGER {
+        assert!(
+            base.iter().any(|o| o["webhooks"]
+                .as_array()
+                .is_some_and(|hooks| hooks.iter().any(|h| h["name"] == *kept))),
+            "{kept} is in the base"
+        );
+        assert!(!BESIDE_MUTATING.contains(kept) && !BESIDE_VALIDATING.contains(kept));
+    }
+    for config in &mut base {
+        if let Some(hooks) = config.get_mut("webhooks").and_then(Value::as_array_mut) {
+            hooks.retain(|h| !KEPT_BY_KRUISE_MANAGER.iter().any(|k| h["name"] == *k));
         }
     }
     for (kind, name, base_name) in [

@@ -1254,7 +1254,9 @@ impl Cluster<'_> {
 
     /// Issue 37: the Job sidecar terminator: once a Job pod's main container has exited (its status
     /// written as a kubelet would), the leader creates CRR `sidecar-termination-<pod uid>` naming the
-    /// sidecar.
+    /// sidecar. Issue 39: `mcontainerrecreaterequest.kb.io` (deploy/base) admits it and fills in the
+    /// sidecar's `statusContext` from the pod's status and the grace period from the pod (the API server's
+    /// default, 30); the labels kruise-daemon selects on are there.
     fn sidecar_terminator(&self) -> Outcome {
         let replica = self.serving(None, "terminator")?;
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
@@ -1271,11 +1273,14 @@ impl Cluster<'_> {
             .as_str()
             .unwrap_or_default()
             .to_owned();
+        // With container IDs, as a kubelet writes them: the CRR webhook refuses a container without one.
         let status = json!({"status": {"phase": "Running", "containerStatuses": [
             {"name": "main", "image": "job:1", "imageID": "docker-pullable://job@sha256:1", "ready": false,
+             "containerID": "containerd://main-0",
              "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed",
                 "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:01:00Z"}}},
             {"name": "log", "image": "agent:1", "imageID": "docker-pullable://agent@sha256:1", "ready": true,
+             "containerID": "containerd://log-0",
              "started": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}});
         self.plane.write_pod_status("batch", "job-0", &status)?;
         let crr = format!("sidecar-termination-{uid}");
@@ -1293,8 +1298,24 @@ impl Cluster<'_> {
                 found["spec"]
             ));
         }
+        let labels = &found["metadata"]["labels"];
+        let filled = labels["crr.apps.kruise.io/node-name"] == "node-2"
+            && labels["crr.apps.kruise.io/active"] == "true"
+            && labels["crr.apps.kruise.io/pod-uid"] == uid.as_str()
+            && found["spec"]["containers"][0]["statusContext"]
+                == json!({"containerID": "containerd://log-0", "restartCount": 0})
+            && found["spec"]["strategy"]
+                == json!({"forceRecreate": true, "failurePolicy": "Ignore", "terminationGracePeriodSeconds": 30});
+        if !filled {
+            return Err(format!(
+                "the CRR webhook did not fill in the CRR: {}",
+                found
+            ));
+        }
         replica.stop(STOP_WITHIN)?;
-        Ok(format!("CRR {crr} names container log"))
+        Ok(format!(
+            "CRR {crr} names container log, with its statusContext and kruise-daemon's labels"
+        ))
     }
 }
 

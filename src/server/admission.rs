@@ -98,6 +98,9 @@ pub async fn decide(
             };
             kruise_webhooks::sidecarset::validate::validate(req, cluster, &ctx)
         }
+        Handler::ContainerRecreateRequestMutate => {
+            kruise_webhooks::containerrecreaterequest::mutate(req, cluster, env.gates)
+        }
         Handler::PodUnavailableBudgetValidate => {
             kruise_webhooks::podunavailablebudget::validate::validate(req, cluster, env.gates)
         }

@@ -550,6 +550,7 @@ impl ControlPlane {
                     .map(|c| {
                         let image = c["image"].as_str().unwrap_or_default();
                         json!({"name": c["name"], "image": image, "ready": true, "started": true,
+                            "containerID": format!("containerd://{name}-{}", c["name"].as_str().unwrap_or_default()),
                             "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
                             "imageID": format!("docker-pullable://{image}@sha256:1111")})
                     })

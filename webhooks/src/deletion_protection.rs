@@ -204,7 +204,8 @@ fn subject(handler: Handler, req: &AdmissionRequest) -> Result<Subject, WebhookE
         | Handler::SidecarSetValidate
         | Handler::PodUnavailableBudgetValidate
         | Handler::WorkloadSpreadValidate
-        | Handler::PersistentPodStateValidate => Subject::Allow,
+        | Handler::PersistentPodStateValidate
+        | Handler::ContainerRecreateRequestMutate => Subject::Allow,
     })
 }
 

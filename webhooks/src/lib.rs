@@ -5,13 +5,14 @@
 //! that is what makes it testable on fixture AdmissionReviews and fast (STYLE.md §2).
 //!
 //! Entry points: [`admission`] (the AdmissionReview wire format), [`registry`] (which webhooks exist, their
-//! paths and rules), [`deletion_protection`], [`conversion`] (CRD conversion), [`fixture`] (a cluster view
-//! loaded from YAML for tests, benches and `kruise-webhook review`), [`validation`] (Kubernetes object
-//! validation with Go's paths and texts, shared by the validating webhooks), [`json`] (reading request JSON in
-//! place, patches, and JSON as Go writes it).
+//! paths and rules), [`deletion_protection`], [`containerrecreaterequest`] (the CRR mutating webhook),
+//! [`conversion`] (CRD conversion), [`fixture`] (a cluster view loaded from YAML for tests, benches and
+//! `kruise-webhook review`), [`validation`] (Kubernetes object validation with Go's paths and texts, shared by
+//! the validating webhooks), [`json`] (reading request JSON in place, patches, and JSON as Go writes it).
 
 pub mod admission;
 pub mod api;
+pub mod containerrecreaterequest;
 pub mod conversion;
 pub mod de;
 pub mod deletion_protection;

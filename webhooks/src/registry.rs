@@ -55,6 +55,9 @@ pub enum Handler {
     /// `/validate-apps-kruise-io-persistentpodstate`: PersistentPodState validation
     /// (docs/persistentpodstate.md §2).
     PersistentPodStateValidate,
+    /// `/mutate-apps-kruise-io-containerrecreaterequest`: ContainerRecreateRequest labels, defaults and
+    /// checks (docs/containerrecreaterequest-webhook.md).
+    ContainerRecreateRequestMutate,
 }
 
 /// A custom resource kind whose CRD must be served for a webhook to be registered (spec/webhook-server.md §4).
@@ -64,6 +67,8 @@ pub enum RequiredKind {
     SidecarSet,
     /// `policy.kruise.io/v1beta1` PodUnavailableBudget.
     PodUnavailableBudget,
+    /// `apps.kruise.io` ContainerRecreateRequest (v1beta1 or v1alpha1).
+    ContainerRecreateRequest,
 }
 
 /// Which required kinds the cluster serves (discovery at start-up; always all of them standalone).
@@ -76,8 +81,8 @@ pub struct Served {
     /// The WorkloadSpread CRD is served at `apps.kruise.io/v1beta1` (the controller starts only then,
     /// spec/workloadspread.md §6.1).
     pub workload_spreads: bool,
-    /// The ContainerRecreateRequest CRD is served at `apps.kruise.io/v1beta1` (the Job sidecar terminator
-    /// starts only then).
+    /// The ContainerRecreateRequest CRD is served, at `apps.kruise.io/v1beta1` or `v1alpha1` (the Job sidecar
+    /// terminator starts, and the CRR webhook is registered, only then).
     pub container_recreate_requests: bool,
 }
 
@@ -94,6 +99,7 @@ impl Served {
         match kind {
             RequiredKind::SidecarSet => self.sidecar_sets,
             RequiredKind::PodUnavailableBudget => self.pod_unavailable_budgets,
+            RequiredKind::ContainerRecreateRequest => self.container_recreate_requests,
         }
     }
 }
@@ -323,6 +329,28 @@ pub static WEBHOOKS: &[WebhookSpec] = &[
         gate: None,
         requires: None,
         excludes_system_namespaces: false,
+    },
+    // Both served versions (OpenKruise 1.8.3's rule has v1alpha1 only, master's both); both path spellings
+    // (1.8.3's `-v1alpha1-`, DECISIONS 3). Namespaced: kube-system and our namespace excluded (DECISIONS 2).
+    // Registered only while the CRR CRD is served; refuses everything itself while KruiseDaemon is off.
+    WebhookSpec {
+        name: "mcontainerrecreaterequest.kb.io",
+        path: "/mutate-apps-kruise-io-containerrecreaterequest",
+        alt_paths: &["/mutate-apps-kruise-io-v1alpha1-containerrecreaterequest"],
+        mutating: true,
+        handler: Handler::ContainerRecreateRequestMutate,
+        rules: &[Rule {
+            groups: &["apps.kruise.io"],
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["containerrecreaterequests"],
+            operations: CREATE_UPDATE,
+        }],
+        failure_policy: FailurePolicy::Fail,
+        side_effects: SideEffects::None,
+        delete_protection_scoped: false,
+        gate: None,
+        requires: Some(RequiredKind::ContainerRecreateRequest),
+        excludes_system_namespaces: true,
     },
     deletion(
         "vnamespace.kb.io",
@@ -648,6 +676,28 @@ mod tests {
             1,
             "one route per path"
         );
+    }
+
+    #[test]
+    fn the_crr_webhook_is_served_only_with_its_crd() {
+        let paths = |served: Served| -> Vec<&str> {
+            routes(&FeatureGates::default(), served)
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect()
+        };
+        let crr = [
+            "/mutate-apps-kruise-io-containerrecreaterequest",
+            "/mutate-apps-kruise-io-v1alpha1-containerrecreaterequest",
+        ];
+        let all = paths(Served::ALL);
+        assert!(crr.iter().all(|p| all.contains(p)));
+        let without = paths(Served {
+            container_recreate_requests: false,
+            ..Served::ALL
+        });
+        assert!(crr.iter().all(|p| !without.contains(p)));
+        assert!(without.contains(&"/mutate-pod"));
     }
 
     /// A request for `resource` (core group) with `operation` and neither object nor old object.

@@ -42,7 +42,7 @@ pub const CRR_NAME_PREFIX: &str = "sidecar-termination-";
 /// The suffix of the ignore-exit-code set's CRR name (DECISIONS 11).
 pub const IGNORE_EXIT_CODE_CRR_SUFFIX: &str = "-ignore-exit-code";
 /// The pod condition the status patch writes (§6.3).
-pub const CONDITION_TYPE: &str = "SidecarTerminated";
+pub const CONDITION_TYPE: &str = crate::api::pod::SIDECAR_TERMINATED_CONDITION;
 /// Its message.
 pub const CONDITION_MESSAGE: &str = "Terminated by Sidecar Terminator";
 /// The reason of the Normal events on the pod (§2).

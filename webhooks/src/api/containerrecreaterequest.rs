@@ -17,6 +17,9 @@ pub const ACTIVE_LABEL: &str = "crr.apps.kruise.io/active";
 pub const POD_NAME_LABEL: &str = "crr.apps.kruise.io/pod-name";
 /// Label kruise-daemon reads the pod uid from (`crr.apps.kruise.io/pod-uid=<uid>`).
 pub const POD_UID_LABEL: &str = "crr.apps.kruise.io/pod-uid";
+/// v1alpha1 annotation recording when the pod was forced not-ready for `unreadyGracePeriodSeconds` (immutable
+/// once set; in v1beta1 the condition `status.conditions[PodUnreadyAcquired]`).
+pub const UNREADY_ACQUIRED_ANNOTATION: &str = "crr.apps.kruise.io/unready-acquired";
 /// `status.phase` once kruise-daemon (or the manager's deadline) finished with the CRR.
 pub const PHASE_COMPLETED: &str = "Completed";
 

@@ -18,6 +18,9 @@
 //! - `spec.nodeName` (the SidecarSet upgrade order: unscheduled pods first; the sidecar terminator: the
 //!   node whose `type` label says virtual-kubelet, and the CRR's node-name label);
 //! - `spec.restartPolicy` (the sidecar terminator: only `Never` / `OnFailure` pods qualify);
+//! - `spec.terminationGracePeriodSeconds`, and of `spec.containers` the `lifecycle.preStop` handler
+//!   (`exec`, `httpGet`, `tcpSocket`) and, only where that handler is `httpGet`, the `ports` (the
+//!   ContainerRecreateRequest webhook copies them into the CRR, docs/containerrecreaterequest-webhook.md §4);
 //! - `status`: `phase`, the `conditions` of [`READ_CONDITIONS`] (`type`, `status`, `lastTransitionTime`;
 //!   `message` of `SidecarSetUpgradable` only, `reason` of `PodScheduled` only: the WorkloadSpread
 //!   controller's unschedulable pods), `containerStatuses` (`name`, `image`, `imageID`, `containerID`,
@@ -32,6 +35,7 @@ use std::sync::Arc;
 
 pub use super::intern::IStr;
 
+use k8s_openapi::api::core::v1::{ContainerPort, ExecAction, HTTPGetAction, TCPSocketAction};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
@@ -86,15 +90,21 @@ pub const READ_ENV: &[&str] = &[
 /// them by time ready; `ContainersReady`: the launch-priority barrier controller leaves such pods alone;
 /// `SidecarSetUpgradable`: the SidecarSet upgrade writes it only when it changes; `PodScheduled`: the
 /// WorkloadSpread controller's Adaptive strategy finds unschedulable pods by it and its reason;
-/// `KruisePodReady`: the pod-readiness controller, with its not-ready keys in the message); the others are
-/// dropped when decoded.
+/// `KruisePodReady`: the pod-readiness controller, with its not-ready keys in the message;
+/// `SidecarTerminated`: the ContainerRecreateRequest webhook admits a CRR for a pod the Job sidecar
+/// terminator finished); the others are dropped when decoded.
 pub const READ_CONDITIONS: &[&str] = &[
     "Ready",
     "ContainersReady",
     UPGRADABLE_CONDITION,
     SCHEDULED_CONDITION,
     KRUISE_POD_READY,
+    SIDECAR_TERMINATED_CONDITION,
 ];
+
+/// The pod condition the Job sidecar terminator writes with the phase it sets (spec/sidecar-terminator.md
+/// §6.3).
+pub const SIDECAR_TERMINATED_CONDITION: &str = "SidecarTerminated";
 
 /// The pod condition the scheduler writes (its reason `Unschedulable` when no node fits).
 pub const SCHEDULED_CONDITION: &str = "PodScheduled";
@@ -147,6 +157,22 @@ impl SlimPod {
         }
     }
 
+    /// Kubernetes' `IsPodActive`: phase neither `Succeeded` nor `Failed`, not being deleted.
+    pub fn is_active(&self) -> bool {
+        let phase = self.status.as_ref().and_then(|s| s.phase.as_deref());
+        !matches!(phase, Some("Succeeded" | "Failed")) && self.metadata.deletion_timestamp.is_none()
+    }
+
+    /// OpenKruise's `util.GetContainer`: the init container or container of that name, init containers first.
+    pub fn container(&self, name: &str) -> Option<&SlimContainer> {
+        let spec = self.spec.as_ref()?;
+        spec.init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers)
+            .find(|c| c.name == name)
+    }
+
     /// Kubernetes' `IsRunningAndReady`: phase `Running`, condition `Ready=True`, not being deleted.
     pub fn is_running_and_ready(&self) -> bool {
         let Some(status) = &self.status else {
@@ -167,10 +193,14 @@ impl SlimPod {
 #[serde(rename_all = "camelCase")]
 pub struct SlimPodSpec {
     /// `containers`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "read_containers")]
     pub containers: Vec<SlimContainer>,
-    /// `initContainers`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `initContainers` (without `lifecycle` and `ports`: nothing reads them there).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_init_containers"
+    )]
     pub init_containers: Option<Vec<SlimContainer>>,
     /// `nodeName`: empty until scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,6 +222,9 @@ pub struct SlimPodSpec {
         serialize_with = "write_kruise_gate"
     )]
     pub kruise_pod_ready_gate: bool,
+    /// `terminationGracePeriodSeconds` (the apiserver defaults it to 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<i64>,
 }
 
 /// The readiness gate and condition type `KruisePodReady` (docs/pod-readiness.md).
@@ -233,7 +266,35 @@ fn read_restart_policy<'de, D: Deserializer<'de>>(
     }))
 }
 
-/// A container's `name`, `image` and its env vars of [`READ_ENV`].
+/// The containers of `spec.containers`, each without its `ports` unless its preStop handler is `httpGet`
+/// (the only case they are copied into a ContainerRecreateRequest).
+fn read_containers<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<SlimContainer>, D::Error> {
+    let mut containers =
+        Option::<Vec<SlimContainer>>::deserialize(deserializer)?.unwrap_or_default();
+    for c in &mut containers {
+        if c.pre_stop().is_none_or(|h| h.http_get.is_none()) {
+            c.ports = None;
+        }
+    }
+    Ok(containers)
+}
+
+/// The containers of `spec.initContainers`, without `lifecycle` and `ports`.
+fn read_init_containers<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<SlimContainer>>, D::Error> {
+    let mut containers = Option::<Vec<SlimContainer>>::deserialize(deserializer)?;
+    for c in containers.iter_mut().flatten() {
+        c.lifecycle = None;
+        c.ports = None;
+    }
+    Ok(containers)
+}
+
+/// A container's `name`, `image`, its env vars of [`READ_ENV`], its preStop handler and (with an `httpGet`
+/// preStop handler) its ports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlimContainer {
     /// `name`.
@@ -249,9 +310,57 @@ pub struct SlimContainer {
         deserialize_with = "read_env"
     )]
     pub env: Option<Vec<SlimEnvVar>>,
+    /// `lifecycle`, only its `preStop` (absent without one).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_lifecycle"
+    )]
+    pub lifecycle: Option<Box<SlimLifecycle>>,
+    /// `ports`, kept only when the preStop handler is `httpGet`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<ContainerPort>>,
+}
+
+/// A container's `lifecycle`, as far as it is read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimLifecycle {
+    /// `preStop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_stop: Option<SlimPreStop>,
+}
+
+/// A preStop handler's `exec`, `httpGet` and `tcpSocket` (`sleep` is not read: a handler with only that
+/// decodes as one with none of the three).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimPreStop {
+    /// `exec`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecAction>,
+    /// `httpGet`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_get: Option<HTTPGetAction>,
+    /// `tcpSocket`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_socket: Option<TCPSocketAction>,
+}
+
+/// `lifecycle` kept only when it has a `preStop` (a `postStart` alone is read by no one).
+fn read_lifecycle<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Box<SlimLifecycle>>, D::Error> {
+    let lifecycle = Option::<SlimLifecycle>::deserialize(deserializer)?;
+    Ok(lifecycle.filter(|l| l.pre_stop.is_some()).map(Box::new))
 }
 
 impl SlimContainer {
+    /// The container's preStop handler, if it has one.
+    pub fn pre_stop(&self) -> Option<&SlimPreStop> {
+        self.lifecycle.as_ref()?.pre_stop.as_ref()
+    }
+
     /// Whether the container is a sidecar a SidecarSet injected: env `IS_INJECTED=true`.
     pub fn is_injected(&self) -> bool {
         self.env
@@ -760,7 +869,7 @@ mod tests {
             serde_json::to_value(&pod).unwrap(),
             json!({
                 "metadata": {"name": "pi", "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "j"}]},
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "main"},
+                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 30, "containers": [{"name": "main"},
                     {"name": "sidecar", "env": [{"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", "value": "true"},
                         {"name": "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE", "value": "exit:1"},
                         {"name": "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE", "value": "TRUE"}]}]},
@@ -778,6 +887,49 @@ mod tests {
             (statuses[0].exit_code(), statuses[1].exit_code()),
             (Some(2), None)
         );
+    }
+
+    #[test]
+    fn the_prestop_handler_is_kept_and_ports_only_beside_an_http_get() {
+        let pod: SlimPod = serde_json::from_value(json!({
+            "spec": {"containers": [
+                {"name": "web", "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                 "lifecycle": {"preStop": {"httpGet": {"path": "/quit", "port": "http"}},
+                               "postStart": {"exec": {"command": ["true"]}}}},
+                {"name": "exec", "ports": [{"containerPort": 9090}],
+                 "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "sleep 1"]}}}},
+                {"name": "sleep", "lifecycle": {"preStop": {"sleep": {"seconds": 5}}}},
+                {"name": "post", "ports": [{"containerPort": 1}], "lifecycle": {"postStart": {"exec": {"command": ["x"]}}}}],
+             "initContainers": [{"name": "init", "ports": [{"containerPort": 2}],
+                 "lifecycle": {"preStop": {"httpGet": {"port": 2}}}}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&pod).unwrap(),
+            json!({
+                "metadata": {},
+                "spec": {"containers": [
+                    {"name": "web", "lifecycle": {"preStop": {"httpGet": {"path": "/quit", "port": "http"}}},
+                     "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]},
+                    {"name": "exec", "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "sleep 1"]}}}},
+                    {"name": "sleep", "lifecycle": {"preStop": {}}},
+                    {"name": "post"}],
+                 "initContainers": [{"name": "init"}]}
+            })
+        );
+    }
+
+    #[test]
+    fn the_sidecar_terminated_condition_is_kept() {
+        let pod: SlimPod = serde_json::from_value(json!({
+            "status": {"phase": "Succeeded", "conditions": [
+                {"type": "SidecarTerminated", "status": "True", "message": "Terminated by Sidecar Terminator"},
+                {"type": "Initialized", "status": "True"}]}
+        }))
+        .unwrap();
+        let conditions = pod.status.unwrap().conditions.unwrap();
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0].type_, SIDECAR_TERMINATED_CONDITION);
     }
 
     #[test]

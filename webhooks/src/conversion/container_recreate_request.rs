@@ -6,11 +6,11 @@ use serde_json::{Map, Value, json};
 use super::Direction;
 use super::go_text;
 use super::object::{self, ANNOTATIONS};
+// The v1alpha1 carrier of the `PodUnreadyAcquired` condition (its RFC 3339 time).
+use crate::api::containerrecreaterequest::UNREADY_ACQUIRED_ANNOTATION;
 
 /// v1alpha1 carrier of `status.containerStatusSnapshot` (a JSON list).
 const SYNC_CONTAINER_STATUSES_ANNOTATION: &str = "crr.apps.kruise.io/sync-container-statuses";
-/// v1alpha1 carrier of the `PodUnreadyAcquired` condition (its RFC 3339 time).
-const UNREADY_ACQUIRED_ANNOTATION: &str = "crr.apps.kruise.io/unready-acquired";
 const UNREADY_ACQUIRED_CONDITION: &str = "PodUnreadyAcquired";
 const UNREADY_ACQUIRED_REASON: &str = "UnreadyAcquired";
 const UNREADY_ACQUIRED_MESSAGE: &str =

@@ -45,6 +45,18 @@ fn escape_slow(json: &str) -> String {
     out
 }
 
+/// What `json.Unmarshal` calls a JSON value's kind in `cannot unmarshal <kind> into Go struct field ...`.
+pub fn unmarshal_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// Compact JSON of `value` as Go would marshal it (serde_json maps are sorted: no `preserve_order`).
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> String {
     go_escaped(serde_json::to_string(value).unwrap_or_default())

@@ -16,7 +16,6 @@ use crate::api::persistentpodstate::{
 };
 use crate::api::pod::SlimPod;
 use crate::api::statefulset::{Flavor, SlimStatefulSet};
-use crate::podunavailablebudget::pod::is_active;
 
 /// The target StatefulSet, as the status reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -122,7 +121,7 @@ pub fn target_pods(pods: &[Arc<SlimPod>], target: &Target) -> Vec<Arc<SlimPod>> 
         return Vec::new();
     }
     pods.iter()
-        .filter(|p| is_active(p))
+        .filter(|p| p.is_active())
         .filter(|p| {
             p.metadata
                 .owner_references

@@ -60,12 +60,6 @@ pub fn has_unavailable_label(pod: &SlimPod) -> bool {
         .any(|(k, _)| k.starts_with(UNAVAILABLE_POD_LABEL_PREFIX))
 }
 
-/// Active: not Succeeded or Failed, no deletionTimestamp.
-pub fn is_active(pod: &SlimPod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
-}
-
 /// Ready in the PUB sense: Running, condition Ready True, no deletionTimestamp, no unavailable label.
 pub fn is_ready(pod: &SlimPod) -> bool {
     pod.is_running_and_ready() && !has_unavailable_label(pod)
@@ -333,13 +327,16 @@ mod tests {
 
     #[test]
     fn active_excludes_finished_and_deleted_pods() {
-        assert!(is_active(&pod(running(json!({})))));
+        assert!(pod(running(json!({}))).is_active());
         let mut done = running(json!({}));
         done["status"]["phase"] = json!("Succeeded");
-        assert!(!is_active(&pod(done)));
-        assert!(!is_active(&pod(running(
-            json!({"deletionTimestamp": "2026-03-01T10:00:00Z"})
-        ))));
+        assert!(!pod(done).is_active());
+        assert!(
+            !pod(running(
+                json!({"deletionTimestamp": "2026-03-01T10:00:00Z"})
+            ))
+            .is_active()
+        );
     }
 
     #[test]

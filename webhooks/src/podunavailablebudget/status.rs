@@ -27,7 +27,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReferen
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use super::pod::{is_active, is_consistent, is_ready};
+use super::pod::{is_consistent, is_ready};
 use crate::api::pod::SlimPod;
 use crate::api::podunavailablebudget::{
     PROTECT_TOTAL_REPLICAS_ANNOTATION, PodUnavailableBudget, PodUnavailableBudgetSpec,
@@ -178,7 +178,7 @@ pub fn selected_pods(
     }
     Ok(pods
         .iter()
-        .filter(|p| is_active(p) && selector::matches(selector, &p.labels))
+        .filter(|p| p.is_active() && selector::matches(selector, &p.labels))
         .cloned()
         .collect())
 }
@@ -243,7 +243,7 @@ pub fn target_pods(
     }
     let owned: Vec<Arc<SlimPod>> = pods
         .iter()
-        .filter(|p| is_active(p))
+        .filter(|p| p.is_active())
         .filter(|p| {
             p.metadata
                 .owner_references
@@ -259,7 +259,7 @@ pub fn target_pods(
     let by_selector = match &target.selector {
         Some(selector) if selector_conversion_error(selector).is_none() => pods
             .iter()
-            .filter(|p| is_active(p) && selector::matches(selector, &p.labels))
+            .filter(|p| p.is_active() && selector::matches(selector, &p.labels))
             .cloned()
             .collect(),
         _ => Vec::new(),
@@ -311,7 +311,7 @@ pub fn compute(
             recheck = Some(recheck.map_or(at, |r| r.min(at)));
         }
     };
-    for pod in pods.iter().filter(|p| is_active(p)) {
+    for pod in pods.iter().filter(|p| p.is_active()) {
         let Some(name) = pod.metadata.name.as_deref() else {
             continue;
         };
@@ -334,7 +334,7 @@ pub fn compute(
     }
     let current = pods
         .iter()
-        .filter(|p| is_active(p) && is_ready(p) && is_consistent(p, vertical_scaling))
+        .filter(|p| p.is_active() && is_ready(p) && is_consistent(p, vertical_scaling))
         .filter(|p| {
             p.metadata
                 .name

@@ -131,22 +131,11 @@ pub fn default_object(obj: &mut Value) -> Result<(), WebhookError> {
     Ok(())
 }
 
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// A decode error in Go's words.
 fn type_error(field: &str, go_type: &str, found: &Value) -> WebhookError {
     WebhookError::Decode(format!(
         "json: cannot unmarshal {} into Go struct field {field} of type {go_type}",
-        json_kind(found)
+        crate::json::go::unmarshal_kind(found)
     ))
 }
 

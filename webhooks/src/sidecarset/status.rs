@@ -65,22 +65,6 @@ fn containers(pod: &SlimPod) -> &[SlimContainer] {
     pod.spec.as_ref().map_or(&[], |s| s.containers.as_slice())
 }
 
-/// `util.GetContainer`: a container or init container of the pod by name.
-fn pod_container<'a>(pod: &'a SlimPod, name: &str) -> Option<&'a SlimContainer> {
-    let spec = pod.spec.as_ref()?;
-    spec.init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers)
-        .find(|c| c.name == name)
-}
-
-/// Active: not `Succeeded`, not `Failed`, not being deleted (`IsActivePod`).
-pub fn is_active_pod(pod: &SlimPod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
-}
-
 /// The pod's `kruise.io/sidecarset-injected-list` names the SidecarSet (`IsPodInjectedSidecarSet`).
 pub fn is_pod_injected(pod: &SlimPod, set_name: &str) -> bool {
     annotation(pod, INJECTED_LIST_ANNOTATION)
@@ -132,10 +116,10 @@ pub fn is_pod_consistent_with_sidecarset(pod: &SlimPod, set: &SidecarSet) -> boo
         let name = &c.view.name;
         if is_hot_upgrade(c) {
             working.contains_key(name)
-                && pod_container(pod, &format!("{name}-1")).is_some()
-                && pod_container(pod, &format!("{name}-2")).is_some()
+                && pod.container(&format!("{name}-1")).is_some()
+                && pod.container(&format!("{name}-2")).is_some()
         } else {
-            pod_container(pod, name).is_some()
+            pod.container(name).is_some()
         }
     })
 }
@@ -480,7 +464,7 @@ where
                 continue;
             }
         }
-        if is_active_pod(pod)
+        if pod.is_active()
             && is_pod_injected(pod, set.name())
             && is_pod_consistent_with_sidecarset(pod, set)
         {

@@ -67,12 +67,6 @@ pub fn matched_name(pod: &SlimPod) -> Option<String> {
     matched(pod).and_then(Result::ok).map(|m| m.name)
 }
 
-/// Kubernetes' `IsPodActive`: not being deleted, not `Succeeded` or `Failed`.
-pub fn is_active(pod: &SlimPod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
-}
-
 /// `version(pod)` (§2.3), as the pod webhooks read it.
 pub fn pod_version(pod: &SlimPod) -> String {
     let owner = pod
@@ -462,7 +456,7 @@ fn subset_status(
             .and_then(|m| m.uid)
             .unwrap_or_else(|| name.clone());
         creating.remove(&key);
-        if !is_active(pod) {
+        if !pod.is_active() {
             continue;
         }
         active += 1;
@@ -794,7 +788,7 @@ pub fn deletion_costs(
                 .into_iter()
                 .flatten()
                 .copied()
-                .filter(|p| is_active(p))
+                .filter(|p| p.is_active())
                 .collect();
             let overflow = match subset.max_replicas {
                 None => 0,
@@ -814,7 +808,7 @@ pub fn deletion_costs(
             }
         }
         for pod in by_subset.get(FAKE_SUBSET).into_iter().flatten() {
-            if is_active(pod) {
+            if pod.is_active() {
                 costs.insert(
                     pod.metadata.name.clone().unwrap_or_default(),
                     -100 * (n + 1),
