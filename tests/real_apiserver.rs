@@ -103,6 +103,9 @@ fn main() {
         ("persistent_pod_state_end_to_end", |c| {
             c.persistent_pod_state()
         }),
+        ("container_recreate_request_labels", |c| {
+            c.container_recreate_request()
+        }),
         ("self_managed_certificates_and_rotation", |c| {
             c.certificate_rotation()
         }),
@@ -1315,6 +1318,70 @@ impl Cluster<'_> {
         replica.stop(STOP_WITHIN)?;
         Ok(format!(
             "CRR {crr} names container log, with its statusContext and kruise-daemon's labels"
+        ))
+    }
+}
+
+impl Cluster<'_> {
+    /// Issue 39: a user's ContainerRecreateRequest (v1beta1, and v1alpha1 as OpenKruise 1.8's clients send
+    /// it) gets from `mcontainerrecreaterequest.kb.io` the labels kruise-daemon selects on and each container's
+    /// status context; one naming a container the pod lacks is refused with OpenKruise's message
+    /// (docs/containerrecreaterequest-webhook.md).
+    fn container_recreate_request(&self) -> Outcome {
+        let replica = self.serving(None, "container-recreate-request")?;
+        let ns = "web";
+        self.plane.apply(&[json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "restart-me", "namespace": ns, "labels": {"app": "restart-me"}},
+            "spec": {"automountServiceAccountToken": false,
+                     "containers": [{"name": "app", "image": "app:1"}, {"name": "log", "image": "log:1"}]}})])?;
+        self.run_pods(ns, "app=restart-me", 1)?;
+        let pod = self.get("pod", Some(ns), "restart-me")?;
+        let (node, uid) = (&pod["spec"]["nodeName"], &pod["metadata"]["uid"]);
+        let container_id = pod["status"]["containerStatuses"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == "app"))
+            .map(|c| c["containerID"].clone())
+            .unwrap_or_default();
+        let mut checked = Vec::new();
+        for version in ["v1beta1", "v1alpha1"] {
+            let name = format!("restart-app-{version}");
+            self.plane
+                .apply(&[json!({"apiVersion": format!("apps.kruise.io/{version}"),
+                "kind": "ContainerRecreateRequest", "metadata": {"name": name, "namespace": ns},
+                "spec": {"podName": "restart-me", "containers": [{"name": "app"}]}})])?;
+            let crr = self.get(
+                &format!("containerrecreaterequest.{version}.apps.kruise.io"),
+                Some(ns),
+                &name,
+            )?;
+            let labels = &crr["metadata"]["labels"];
+            let context = &crr["spec"]["containers"][0]["statusContext"];
+            if labels["crr.apps.kruise.io/active"] != "true"
+                || labels["crr.apps.kruise.io/node-name"] != *node
+                || labels["crr.apps.kruise.io/pod-uid"] != *uid
+                || context["containerID"] != container_id
+                || crr["spec"]["strategy"]["failurePolicy"] != "Fail"
+            {
+                return Err(format!(
+                    "{version} CRR not filled in: {} {}",
+                    crr["metadata"], crr["spec"]
+                ));
+            }
+            checked.push(version);
+        }
+        match self.plane.apply(&[json!({"apiVersion": "apps.kruise.io/v1beta1",
+            "kind": "ContainerRecreateRequest", "metadata": {"name": "restart-nothing", "namespace": ns},
+            "spec": {"podName": "restart-me", "containers": [{"name": "sidecar"}]}})])
+        {
+            Err(e)
+                if e.contains("mcontainerrecreaterequest.kb.io")
+                    && e.contains("container sidecar not found in Pod") => {}
+            other => return Err(format!("a CRR of an unknown container: {other:?}")),
+        }
+        replica.stop(STOP_WITHIN)?;
+        Ok(format!(
+            "{} CRRs labelled active, node-name {node}, pod-uid, with the container ID; an unknown container refused",
+            checked.join(" and ")
         ))
     }
 }
