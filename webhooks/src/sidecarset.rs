@@ -4,6 +4,7 @@
 pub mod defaults;
 pub mod hash;
 pub mod inject;
+pub mod missed;
 pub mod prepared;
 pub mod resources;
 pub mod revision;

@@ -1,0 +1,190 @@
+//! Pods that missed their sidecars (docs/missed-sidecars.md §1): the SidecarSets the pod webhook would inject
+//! into a pod now that the pod does not carry. Pure; the SidecarSet controller reports them.
+
+use std::sync::Arc;
+
+use crate::api::pod::SlimPod;
+use crate::selector::Labels;
+
+use super::prepared::PreparedSidecarSet;
+use super::select;
+use super::status::is_pod_injected;
+
+/// The names of the SidecarSets among `candidates` (the index's candidates for the pod, in its order) that
+/// the pod missed: it is active, its namespace is not one of `excluded_namespaces` (those the pod webhook is
+/// never called for), the webhook's matching picks the set (paused sets and the bases of matching canaries
+/// left out), and the pod's injected list does not name it. `namespace_labels` are the labels of the pod's
+/// Namespace, `None` when it is not known (then a set with a namespaceSelector does not match, as at
+/// injection).
+///
+/// # Errors
+/// A candidate's selector that cannot be evaluated (its text).
+pub fn missed(
+    pod: &SlimPod,
+    candidates: &[Arc<PreparedSidecarSet>],
+    namespace_labels: Option<&impl Labels>,
+    excluded_namespaces: &[&str],
+) -> Result<Vec<String>, String> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    if !pod.is_active() || excluded_namespaces.contains(&namespace) {
+        return Ok(Vec::new());
+    }
+    let labels = pod.labels.to_btree();
+    let matched = select::matching(candidates, &labels, namespace_labels, |set, _| {
+        Ok(set.clone())
+    })?;
+    Ok(matched
+        .iter()
+        .filter(|set| !is_pod_injected(pod, set.name()))
+        .map(|set| set.name().to_owned())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::api::sidecarset::SidecarSet;
+    use crate::sidecarset::select::SidecarSetIndex;
+
+    const EXCLUDED: &[&str] = &["kube-system", "kruise-system"];
+
+    fn set(name: &str, extra: Value) -> Arc<SidecarSet> {
+        let mut set = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "containers": [{"name": format!("{name}-agent"), "image": "agent:1"}]}});
+        if let (Some(spec), Some(more)) = (set["spec"].as_object_mut(), extra.as_object()) {
+            spec.extend(more.clone());
+        }
+        Arc::new(serde_json::from_value(set).unwrap())
+    }
+
+    fn pod(namespace: &str, app: &str, injected: Option<&str>) -> SlimPod {
+        let mut pod = json!({"metadata": {"name": "web-0", "namespace": namespace,
+                "labels": {"app": app}},
+            "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+            "status": {"phase": "Running"}});
+        if let Some(list) = injected {
+            pod["metadata"]["annotations"] = json!({"kruise.io/sidecarset-injected-list": list});
+        }
+        serde_json::from_value(pod).unwrap()
+    }
+
+    fn missed_of(
+        pod: &SlimPod,
+        sets: &[Arc<SidecarSet>],
+        ns_labels: &[(&str, &str)],
+    ) -> Vec<String> {
+        let mut index = SidecarSetIndex::default();
+        for s in sets {
+            index.upsert(s.clone());
+        }
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let candidates = index.candidates_for(namespace, &pod.labels.to_btree());
+        let labels: BTreeMap<String, String> = ns_labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        missed(pod, &candidates, Some(&labels), EXCLUDED).unwrap()
+    }
+
+    #[test]
+    fn scenario_1_created_while_the_webhook_was_not_called() {
+        assert_eq!(
+            missed_of(&pod("shop", "web", None), &[set("log", json!({}))], &[]),
+            ["log"]
+        );
+    }
+
+    #[test]
+    fn scenarios_2_and_3_the_injected_list_decides() {
+        let sets = [set("log", json!({}))];
+        assert!(missed_of(&pod("shop", "web", Some("log")), &sets, &[]).is_empty());
+        assert!(missed_of(&pod("shop", "web", Some("other,log")), &sets, &[]).is_empty());
+        assert_eq!(
+            missed_of(&pod("shop", "web", Some("other")), &sets, &[]),
+            ["log"]
+        );
+    }
+
+    #[test]
+    fn scenario_4_a_paused_set_is_not_reported() {
+        let paused = set("log", json!({"injectionStrategy": {"paused": true}}));
+        assert!(missed_of(&pod("shop", "web", None), &[paused], &[]).is_empty());
+    }
+
+    #[test]
+    fn scenarios_5_and_6_selectors_that_miss() {
+        assert!(missed_of(&pod("shop", "db", None), &[set("log", json!({}))], &[]).is_empty());
+        let pinned = set(
+            "log",
+            json!({"namespaceSelector": {"matchLabels": {"team": "a"}}}),
+        );
+        assert!(
+            missed_of(
+                &pod("shop", "web", None),
+                &[pinned.clone()],
+                &[("team", "b")]
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            missed_of(&pod("shop", "web", None), &[pinned], &[("team", "a")]),
+            ["log"]
+        );
+    }
+
+    #[test]
+    fn scenario_7_namespaces_the_webhook_never_sees_are_not_counted() {
+        for namespace in EXCLUDED {
+            assert!(
+                missed_of(&pod(namespace, "web", None), &[set("log", json!({}))], &[]).is_empty()
+            );
+        }
+    }
+
+    #[test]
+    fn scenario_8_finished_or_deleting_pods_are_not_counted() {
+        let sets = [set("log", json!({}))];
+        let mut done = pod("shop", "web", None);
+        done.status.as_mut().unwrap().phase = Some("Succeeded".into());
+        assert!(missed_of(&done, &sets, &[]).is_empty());
+        let mut deleting = pod("shop", "web", None);
+        deleting.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ));
+        assert!(missed_of(&deleting, &sets, &[]).is_empty());
+    }
+
+    #[test]
+    fn scenario_9_only_the_canary_of_a_matching_pair() {
+        let base = set("log", json!({}));
+        let mut canary = serde_json::to_value(&*set("log-canary", json!({}))).unwrap();
+        canary["metadata"]["annotations"] = json!({"apps.kruise.io/sidecarset-canary": "true",
+            "apps.kruise.io/sidecarset-base": "log"});
+        let canary: Arc<SidecarSet> = Arc::new(serde_json::from_value(canary).unwrap());
+        assert_eq!(canary.canary_base(), Some("log"));
+        assert_eq!(
+            missed_of(&pod("shop", "web", None), &[base, canary], &[]),
+            ["log-canary"]
+        );
+    }
+
+    #[test]
+    fn scenario_10_several_sets() {
+        let sets = [set("log", json!({})), set("mesh", json!({}))];
+        assert_eq!(
+            missed_of(&pod("shop", "web", Some("mesh")), &sets, &[]),
+            ["log"]
+        );
+        assert_eq!(
+            missed_of(&pod("shop", "web", None), &sets, &[]),
+            ["log", "mesh"]
+        );
+    }
+}
