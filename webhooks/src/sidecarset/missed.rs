@@ -127,7 +127,7 @@ mod tests {
         assert!(
             missed_of(
                 &pod("shop", "web", None),
-                &[pinned.clone()],
+                std::slice::from_ref(&pinned),
                 &[("team", "b")]
             )
             .is_empty()
