@@ -17,6 +17,7 @@ use kruise_webhooks::api::podunavailablebudget::{
 use kruise_webhooks::api::sidecarset::HASH_ANNOTATION;
 use kruise_webhooks::fixture::FixtureCluster;
 use kruise_webhooks::json::patch;
+use kruise_webhooks::launch_priority;
 use kruise_webhooks::pod::INJECTED_AUDIT_ANNOTATION;
 use kruise_webhooks::podunavailablebudget::related;
 use kruise_webhooks::registry::{self, Call};
@@ -170,6 +171,16 @@ pub struct CreateLine {
     pub message: Option<String>,
 }
 
+/// Launch priority or native-sidecar conversion, when the CREATE chain applied it (scenarios 17, 18).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainersLine {
+    /// The containers concerned, in the pod's order (launch priority: `name` and the barrier key it waits on).
+    pub containers: Vec<Value>,
+    /// The text line's last part.
+    pub message: String,
+}
+
 /// The whole explanation (`-o json`, docs/explain.md §2.2).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -186,6 +197,10 @@ pub struct Explanation {
     pub pod_unavailable_budget: Option<BudgetLine>,
     /// The WorkloadSpread placing the pod, if any.
     pub workload_spread: Option<SpreadLine>,
+    /// Container launch priority, when it applies.
+    pub launch_priority: Option<ContainersLine>,
+    /// Native-sidecar conversion, when it applies.
+    pub native_sidecar: Option<ContainersLine>,
 }
 
 impl Explanation {
@@ -222,6 +237,12 @@ impl Explanation {
         match &self.workload_spread {
             Some(w) => line(format!("workloadspread {}: {}", w.name, w.message)),
             None => line("workloadspread: none places the pod".to_owned()),
+        }
+        if let Some(l) = &self.launch_priority {
+            line(format!("launchpriority: {}", l.message));
+        }
+        if let Some(n) = &self.native_sidecar {
+            line(format!("nativesidecar: {}", n.message));
         }
         out
     }
@@ -689,6 +710,75 @@ fn spread_line(spread: &WorkloadSpread, subset: &str) -> SpreadLine {
     }
 }
 
+fn containers_at<'v>(pod: &'v Value, list: &str) -> impl Iterator<Item = &'v Value> {
+    pod.pointer(&format!("/spec/{list}"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn name_of(c: &Value) -> &str {
+    c.get("name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The launch-priority barrier each container got from the chain (`KRUISE_CONTAINER_BARRIER`'s ConfigMap key).
+fn launch_priority_line(after: &Value) -> Option<ContainersLine> {
+    let containers: Vec<(String, String)> = containers_at(after, "containers")
+        .filter_map(|c| {
+            let key = c
+                .get("env")
+                .and_then(Value::as_array)?
+                .iter()
+                .find(|e| {
+                    e.get("name").and_then(Value::as_str) == Some(launch_priority::BARRIER_ENV)
+                })?
+                .pointer("/valueFrom/configMapKeyRef/key")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            Some((name_of(c).to_owned(), key))
+        })
+        .collect();
+    if containers.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = containers
+        .iter()
+        .map(|(name, key)| format!("{name} waits for {key}"))
+        .collect();
+    Some(ContainersLine {
+        message: format!(
+            "applied: containers start by priority, highest first: {}",
+            listed.join(", ")
+        ),
+        containers: containers
+            .into_iter()
+            .map(|(name, key)| json!({"name": name, "barrierKey": key}))
+            .collect(),
+    })
+}
+
+/// The pod containers the chain moved to `initContainers` as native sidecars (`restartPolicy: Always`).
+fn native_sidecar_line(pod: &Value, after: &Value) -> Option<ContainersLine> {
+    let before: Vec<&str> = containers_at(pod, "containers").map(name_of).collect();
+    let moved: Vec<String> = containers_at(after, "initContainers")
+        .filter(|c| c.get("restartPolicy").and_then(Value::as_str) == Some("Always"))
+        .map(name_of)
+        .filter(|n| before.contains(n))
+        .map(str::to_owned)
+        .collect();
+    if moved.is_empty() {
+        return None;
+    }
+    Some(ContainersLine {
+        message: format!(
+            "converted: {} (to the end of initContainers with restartPolicy Always)",
+            moved.join(", ")
+        ),
+        containers: moved.into_iter().map(|n| json!({"name": n})).collect(),
+    })
+}
+
 /// Explains the pod against the cluster.
 pub async fn explain(
     cluster: Arc<FixtureCluster>,
@@ -741,7 +831,10 @@ pub async fn explain(
         let spread = cluster.workload_spread(&at.namespace, name)?;
         Some(spread_line(&spread, subset))
     });
+    let after = patched(&pod, &reviewed.response);
     Ok(Explanation {
+        launch_priority: launch_priority_line(&after),
+        native_sidecar: native_sidecar_line(&pod, &after),
         pod: at,
         create: CreateLine {
             allowed: reviewed.response.allowed,

@@ -227,6 +227,34 @@ fn scenarios_15_and_16_workload_spread() {
 }
 
 #[test]
+fn scenario_17_launch_priority_when_it_applies() {
+    has_line(
+        &text("ordered"),
+        "launchpriority: applied: containers start by priority, highest first: first waits for p_0, second waits for p_-1",
+    );
+    assert!(!text("web").contains("launchpriority"));
+    let j = json("ordered");
+    assert_eq!(
+        j["launchPriority"]["containers"],
+        serde_json::json!([{"name": "first", "barrierKey": "p_0"}, {"name": "second", "barrierKey": "p_-1"}])
+    );
+    assert_eq!(json("web")["launchPriority"], serde_json::Value::Null);
+}
+
+#[test]
+fn scenario_18_native_sidecar_conversion_when_it_applies() {
+    has_line(
+        &text("native"),
+        "nativesidecar: converted: proxy (to the end of initContainers with restartPolicy Always)",
+    );
+    assert!(!text("web").contains("nativesidecar"));
+    assert_eq!(
+        json("native")["nativeSidecar"]["containers"],
+        serde_json::json!([{"name": "proxy"}])
+    );
+}
+
+#[test]
 fn a_job_template_is_explained_as_the_pod_its_controller_creates() {
     let t = text("job");
     has_line(&t, "pod shop/report- (from Job): create allowed");
@@ -259,6 +287,8 @@ fn the_json_form_has_the_documented_keys() {
         keys,
         [
             "create",
+            "launchPriority",
+            "nativeSidecar",
             "pod",
             "podUnavailableBudget",
             "sidecarSets",
