@@ -160,6 +160,21 @@ fn scenario_9_injected_with_its_revision() {
 }
 
 #[test]
+fn scenario_9_the_revision_the_injection_strategy_chose() {
+    has_line(
+        &text("pinned"),
+        "sidecarset h-pinned: injected: revision h-pinned-01234 (chosen by spec.injectionStrategy.revision)",
+    );
+    let j = json("pinned");
+    let h = j["sidecarSets"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == "h-pinned"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(h["revision"], "h-pinned-01234");
+}
+
+#[test]
 fn scenarios_10_and_11_already_injected_and_container_name_taken() {
     has_line(
         &text("taken"),
