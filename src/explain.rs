@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_webhooks::ClusterView;
 use kruise_webhooks::admission::{self, AdmissionResponse, AdmissionReview};
 use kruise_webhooks::api::podunavailablebudget::{
@@ -378,12 +379,52 @@ fn review_for(pod: &Value, at: &PodRef, operation: &str) -> Option<AdmissionRevi
     admission::decode_review(&serde_json::to_vec(&review).ok()?).ok()
 }
 
+/// The webhooks of the Mutating/ValidatingWebhookConfigurations in `--objects`, by name, with their
+/// namespaceSelector and objectSelector (`{}` when absent, as the apiserver defaults them); `None` when there
+/// is no configuration among the objects (the shipped ones are then explained).
+fn installed_webhooks(
+    cluster: &FixtureCluster,
+) -> Option<BTreeMap<String, (LabelSelector, LabelSelector)>> {
+    let mut found = false;
+    let mut out = BTreeMap::new();
+    for obj in cluster.objects() {
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        if !matches!(
+            kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ) {
+            continue;
+        }
+        found = true;
+        for w in obj
+            .get("webhooks")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let selector = |key: &str| {
+                w.get(key)
+                    .and_then(|v| serde_json::from_value::<LabelSelector>(v.clone()).ok())
+                    .unwrap_or_default()
+            };
+            if let Some(name) = w.get("name").and_then(Value::as_str) {
+                out.insert(
+                    name.to_owned(),
+                    (selector("namespaceSelector"), selector("objectSelector")),
+                );
+            }
+        }
+    }
+    found.then_some(out)
+}
+
 /// Each webhook whose rules cover one of the pod's requests, and whether the apiserver calls it.
 fn webhook_lines(
     cluster: &FixtureCluster,
     gates: &FeatureGates,
     requests: &[(&str, &str, &AdmissionReview)],
 ) -> Vec<WebhookLine> {
+    let installed = installed_webhooks(cluster);
     let mut lines = Vec::new();
     for (operation, resource, review) in requests {
         let labels = review::namespace_labels(cluster, &review.request);
@@ -395,7 +436,28 @@ fn webhook_lines(
                 continue;
             }
             seen.push(spec.name);
-            let call = spec.call(&review.request, labels.as_ref());
+            if !spec.rules_match(&review.request) {
+                continue;
+            }
+            let call = match &installed {
+                None => spec.call(&review.request, labels.as_ref()),
+                Some(installed) => match installed.get(spec.name) {
+                    Some((ns, obj)) => spec.call_with(&review.request, labels.as_ref(), ns, obj),
+                    None => {
+                        lines.push(WebhookLine {
+                            name: spec.name.to_owned(),
+                            operation: (*operation).to_owned(),
+                            resource: (*resource).to_owned(),
+                            called: false,
+                            reason: Some("notInstalled".to_owned()),
+                            detail: None,
+                            message: "not called: notInstalled: no webhook configuration in --objects has it"
+                                .to_owned(),
+                        });
+                        continue;
+                    }
+                },
+            };
             let (reason, detail, message) = match call {
                 Call::Rules => continue,
                 Call::Called => (None, None, "called".to_owned()),
@@ -594,7 +656,10 @@ fn answer(response: &AdmissionResponse) -> Answer {
 
 fn answer_text(what: &str, a: &Answer) -> String {
     if a.allowed {
-        format!("{what} allowed")
+        match &a.message {
+            Some(m) => format!("{what} allowed ({m})"),
+            None => format!("{what} allowed"),
+        }
     } else {
         format!("{what} denied ({})", a.message.as_deref().unwrap_or(""))
     }
@@ -644,25 +709,31 @@ async fn budget_line(
         .find(|b| b.metadata.name.as_deref() == Some(name.as_str()));
     let status = budget.and_then(|b| b.status.clone()).unwrap_or_default();
     let [deletion, eviction] = answers;
-    let mut message = format!(
-        "guards the pod: {} disruption(s) allowed now ({} available, {} desired)",
-        status.unavailable_allowed, status.current_available, status.desired_available
-    );
-    if let Some(d) = &deletion {
-        message.push_str(&format!("; {}", answer_text("deletion", d)));
-    }
-    if let Some(e) = &eviction {
-        message.push_str(&format!("; {}", answer_text("eviction", e)));
-    }
-    Some(BudgetLine {
+    let mut line = BudgetLine {
         name,
         unavailable_allowed: status.unavailable_allowed,
         current_available: status.current_available,
         desired_available: status.desired_available,
         deletion,
         eviction,
-        message,
-    })
+        message: String::new(),
+    };
+    line.message = budget_message(&line);
+    Some(line)
+}
+
+fn budget_message(b: &BudgetLine) -> String {
+    let mut message = format!(
+        "guards the pod: {} disruption(s) allowed now ({} available, {} desired)",
+        b.unavailable_allowed, b.current_available, b.desired_available
+    );
+    if let Some(d) = &b.deletion {
+        message.push_str(&format!("; {}", answer_text("deletion", d)));
+    }
+    if let Some(e) = &b.eviction {
+        message.push_str(&format!("; {}", answer_text("eviction", e)));
+    }
+    message
 }
 
 fn spread_line(spread: &WorkloadSpread, subset: &str) -> SpreadLine {
@@ -824,7 +895,31 @@ pub async fn explain(
     } else {
         patched(&pod, &reviewed.response)
     };
-    let pod_unavailable_budget = budget_line(&cluster, gates, &stored, &at).await;
+    let mut pod_unavailable_budget = budget_line(&cluster, gates, &stored, &at).await;
+    // With the configurations as installed, a disruption no webhook is called for is simply allowed.
+    if let Some(budget) = &mut pod_unavailable_budget {
+        let uncalled = |operation: &str, resource: &str| {
+            !webhooks
+                .iter()
+                .any(|w| w.operation == operation && w.resource == resource && w.called)
+        };
+        let none = || Answer {
+            allowed: true,
+            message: Some("no webhook is called for it".to_owned()),
+        };
+        let mut changed = false;
+        if budget.deletion.is_some() && uncalled("DELETE", "pods") {
+            budget.deletion = Some(none());
+            changed = true;
+        }
+        if budget.eviction.is_some() && uncalled("CREATE", "pods/eviction") {
+            budget.eviction = Some(none());
+            changed = true;
+        }
+        if changed {
+            budget.message = budget_message(budget);
+        }
+    }
     let workload_spread = reviewed.placement.as_ref().and_then(|p| {
         let name = p.get("name")?.as_str()?;
         let subset = p.get("subset")?.as_str()?;

@@ -89,6 +89,40 @@ fn scenario_3_kube_system_is_excluded_by_the_namespace_selector() {
 }
 
 #[test]
+fn scenario_2b_configurations_as_installed_in_objects() {
+    let out = explain(&[
+        "--objects",
+        "tests/explain/cluster.yaml",
+        "--objects",
+        "tests/explain/installed/configurations.yaml",
+        "--pod",
+        "tests/explain/web.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let t = String::from_utf8_lossy(&out.stdout);
+    has_line(
+        &t,
+        "webhook mpod.kb.io CREATE pods: not called: notInstalled: no webhook configuration in --objects has it",
+    );
+    has_line(
+        &t,
+        r#"webhook vpod.kb.io DELETE pods: not called: namespaceSelector: team wants "other", the namespace has "shop""#,
+    );
+    has_line(
+        &t,
+        "webhook vpodeviction.kb.io CREATE pods/eviction: called",
+    );
+    has_line(
+        &t,
+        "sidecarset f-log: not injected: webhook not called: mpod.kb.io (notInstalled)",
+    );
+    has_line(
+        &t,
+        "podunavailablebudget web-pub: guards the pod: 1 disruption(s) allowed now (3 available, 2 desired); deletion allowed (no webhook is called for it); eviction allowed",
+    );
+}
+
+#[test]
 fn scenario_5_namespace_pinned_elsewhere() {
     has_line(
         &text("web"),

@@ -610,25 +610,40 @@ impl WebhookSpec {
         req: &AdmissionRequest,
         namespace_labels: Option<&BTreeMap<String, String>>,
     ) -> Call {
+        self.call_with(
+            req,
+            namespace_labels,
+            &self.namespace_selector(),
+            &self.object_selector(),
+        )
+    }
+
+    /// [`WebhookSpec::call`] with the selectors of a configuration as installed (an absent one is `{}`, as
+    /// the apiserver defaults it) instead of the shipped ones; the rules stay the shipped ones.
+    pub fn call_with(
+        &self,
+        req: &AdmissionRequest,
+        namespace_labels: Option<&BTreeMap<String, String>>,
+        ns_selector: &LabelSelector,
+        object_selector: &LabelSelector,
+    ) -> Call {
         if !self.rules_match(req) {
             return Call::Rules;
         }
-        if let Some(labels) = namespace_labels {
-            let ns_selector = self.namespace_selector();
-            if let Some(miss) = selector::first_miss(&ns_selector, labels) {
-                return Call::NamespaceSelector(miss.to_mismatch());
-            }
+        if let Some(labels) = namespace_labels
+            && let Some(miss) = selector::first_miss(ns_selector, labels)
+        {
+            return Call::NamespaceSelector(miss.to_mismatch());
         }
         // The apiserver's MatchObjectSelector: an empty selector matches every request, objects or not;
         // any other is matched against the object and the old object, and an absent one matches nothing.
-        let object_selector = self.object_selector();
-        if object_selector == LabelSelector::default() {
+        if *object_selector == LabelSelector::default() {
             return Call::Called;
         }
         let labels = req.object_labels();
         let mut first = None;
         for l in labels.iter().flatten() {
-            match selector::first_miss(&object_selector, l) {
+            match selector::first_miss(object_selector, l) {
                 None => return Call::Called,
                 Some(miss) => {
                     first.get_or_insert_with(|| miss.to_mismatch());
