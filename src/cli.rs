@@ -38,6 +38,8 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Run the admission chain offline on an AdmissionReview and print the answer.
     Review(ReviewArgs),
+    /// Say why the webhooks would (not) act on a pod or a workload's pod template (docs/explain.md).
+    Explain(ExplainArgs),
 }
 
 /// Where certificates come from.
@@ -201,4 +203,31 @@ pub struct ReviewArgs {
     /// Feature gates, as for serve.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
+}
+
+/// Output of `explain`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExplainOutput {
+    /// One line a decision, the reason first.
+    Text,
+    /// One JSON object (docs/explain.md §2.2).
+    Json,
+}
+
+/// `kruise-webhook explain`.
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// Cluster state: YAML/JSON files (multi-document or List) or directories of them (repeatable).
+    #[arg(long = "objects", value_name = "PATH")]
+    pub objects: Vec<PathBuf>,
+    /// A Pod, or a Deployment, ReplicaSet, StatefulSet, Job, CloneSet or Advanced StatefulSet (YAML or JSON);
+    /// `-` or absent reads stdin.
+    #[arg(long)]
+    pub pod: Option<PathBuf>,
+    /// Feature gates, as for serve.
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = ExplainOutput::Text)]
+    pub output: ExplainOutput,
 }

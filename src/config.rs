@@ -8,8 +8,8 @@ use kruise_webhooks::FeatureGates;
 use kruise_webhooks::features::{ENABLE_EXTERNAL_CERTS, Gate};
 
 use crate::cli::{
-    CertMode, Cli, Command, LogFormat, MUTATING_CONFIGURATION, ReviewArgs, ServeArgs,
-    VALIDATING_CONFIGURATION,
+    CertMode, Cli, Command, ExplainArgs, ExplainOutput, LogFormat, MUTATING_CONFIGURATION,
+    ReviewArgs, ServeArgs, VALIDATING_CONFIGURATION,
 };
 
 /// A flag value that cannot be used.
@@ -72,6 +72,8 @@ pub enum Mode {
     Serve(Box<ServeConfig>),
     /// `review`.
     Review(ReviewConfig),
+    /// `explain`.
+    Explain(ExplainConfig),
 }
 
 /// Where the serving certificate comes from (after `auto` is resolved).
@@ -219,6 +221,19 @@ pub struct ReviewConfig {
     pub gates: FeatureGates,
 }
 
+/// `explain`, validated.
+#[derive(Debug, Clone)]
+pub struct ExplainConfig {
+    /// Cluster state files.
+    pub objects: Vec<PathBuf>,
+    /// The pod or workload; `None` is stdin.
+    pub pod: Option<PathBuf>,
+    /// Feature gates.
+    pub gates: FeatureGates,
+    /// Text or JSON.
+    pub output: ExplainOutput,
+}
+
 /// `:8080` → [::]:8080 (every address, both families, as Go's `:8080`); `host:port` as given.
 pub fn parse_addr(flag: &'static str, value: &str) -> Result<SocketAddr, ConfigError> {
     let full = if value.starts_with(':') {
@@ -238,6 +253,7 @@ impl TryFrom<Cli> for Config {
         let command = match cli.command {
             Command::Serve(s) => Mode::Serve(Box::new(serve_config(*s)?)),
             Command::Review(r) => Mode::Review(review_config(r)?),
+            Command::Explain(e) => Mode::Explain(explain_config(e)?),
         };
         Ok(Self {
             log_format: cli.log_format,
@@ -252,6 +268,15 @@ fn review_config(r: ReviewArgs) -> Result<ReviewConfig, ConfigError> {
         objects: r.objects,
         request,
         gates: FeatureGates::parse(&r.feature_gates)?,
+    })
+}
+
+fn explain_config(e: ExplainArgs) -> Result<ExplainConfig, ConfigError> {
+    Ok(ExplainConfig {
+        objects: e.objects,
+        pod: e.pod.filter(|p| p.as_os_str() != "-"),
+        gates: FeatureGates::parse(&e.feature_gates)?,
+        output: e.output,
     })
 }
 
@@ -454,7 +479,7 @@ mod tests {
     fn max_in_flight_defaults_to_a_share_per_core_and_refuses_zero() {
         let serve = |args: &[&str]| match parse(args).unwrap().command {
             Mode::Serve(s) => s.max_in_flight,
-            Mode::Review(_) => panic!("serve"),
+            Mode::Review(_) | Mode::Explain(_) => panic!("serve"),
         };
         let cores = std::thread::available_parallelism().unwrap().get();
         assert_eq!(serve(&["kw", "serve"]), IN_FLIGHT_PER_CORE * cores);
@@ -526,7 +551,7 @@ mod tests {
             let flag = format!("--webhook-host={value}");
             parse(&["kw", "serve", &flag]).map(|c| match c.command {
                 Mode::Serve(s) => s.webhook_host,
-                Mode::Review(_) => unreachable!(),
+                Mode::Review(_) | Mode::Explain(_) => unreachable!(),
             })
         };
         assert_eq!(
@@ -556,7 +581,7 @@ mod tests {
     fn serve(args: &[&str]) -> Result<ServeConfig, ConfigError> {
         parse(args).map(|c| match c.command {
             Mode::Serve(s) => *s,
-            Mode::Review(_) => unreachable!("serve"),
+            Mode::Review(_) | Mode::Explain(_) => unreachable!("serve"),
         })
     }
 

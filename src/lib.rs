@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod controller;
 pub mod events;
+pub mod explain;
 pub mod metrics;
 pub mod random;
 pub mod review;

@@ -35,6 +35,20 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Mode::Explain(explain) => {
+            let _ = kruise_webhook::telemetry::init(config.log_format, "warn");
+            match kruise_webhook::explain::run(&explain, std::io::stdin().lock()) {
+                Ok(out) => {
+                    use std::io::Write;
+                    let _ = std::io::stdout().write_all(&out);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("kruise-webhook explain: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Mode::Serve(serve) => {
             if let Err(e) = kruise_webhook::telemetry::init(config.log_format, "info") {
                 eprintln!("{e}");

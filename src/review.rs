@@ -41,7 +41,7 @@ pub enum ReviewError {
 
 /// The labels the apiserver matches a namespaceSelector against: the Namespace object's own for namespaces,
 /// the request namespace's for namespaced objects, none for cluster-scoped objects.
-fn namespace_labels(
+pub fn namespace_labels(
     cluster: &FixtureCluster,
     req: &AdmissionRequest,
 ) -> Option<std::collections::BTreeMap<String, String>> {
@@ -264,7 +264,7 @@ pub fn run(config: &ReviewConfig, stdin: impl Read) -> Result<Vec<u8>, ReviewErr
     Ok(text)
 }
 
-fn read_request(
+pub(crate) fn read_request(
     path: Option<&PathBuf>,
     mut stdin: impl Read,
 ) -> Result<(String, Vec<u8>), ReviewError> {
@@ -292,6 +292,21 @@ fn read_request(
 }
 
 /// Accepts JSON or YAML AdmissionReviews.
+pub(crate) fn decode_value(
+    source_name: &str,
+    bytes: &[u8],
+) -> Result<serde_json::Value, ReviewError> {
+    let err = |message: String| ReviewError::Request {
+        source_name: source_name.into(),
+        message,
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(err("empty input".into()));
+    }
+    serde_saphyr::from_slice_with_options(bytes, kruise_webhooks::fixture::yaml_options())
+        .map_err(|e| err(format!("not valid YAML/JSON: {e}")))
+}
+
 fn decode(source_name: &str, bytes: &[u8]) -> Result<AdmissionReview, ReviewError> {
     let err = |message: String| ReviewError::Request {
         source_name: source_name.into(),

@@ -277,7 +277,7 @@ fn command_line(objects: &[Value]) -> Result<(LogFormat, ServeConfig), String> {
     let config = Config::try_from(cli).map_err(|e| e.to_string())?;
     match config.command {
         Mode::Serve(serve) => Ok((config.log_format, *serve)),
-        Mode::Review(_) => Err("not serve".into()),
+        Mode::Review(_) | Mode::Explain(_) => Err("not serve".into()),
     }
 }
 

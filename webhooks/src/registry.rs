@@ -601,32 +601,80 @@ impl WebhookSpec {
         })
     }
 
-    /// Whether the apiserver would call this webhook for the request: rules, then the namespaceSelector
-    /// (against `namespace_labels`, the labels of the request's namespace or of the Namespace object itself;
-    /// `None` for cluster-scoped objects, which it always matches) and the objectSelector (old or new object).
+    /// Whether the apiserver would call this webhook for the request, and if not why ([`Call`]): rules, then
+    /// the namespaceSelector (against `namespace_labels`, the labels of the request's namespace or of the
+    /// Namespace object itself; `None` for cluster-scoped objects, which it always matches) and the
+    /// objectSelector (old or new object).
+    pub fn call(
+        &self,
+        req: &AdmissionRequest,
+        namespace_labels: Option<&BTreeMap<String, String>>,
+    ) -> Call {
+        self.call_with(
+            req,
+            namespace_labels,
+            &self.namespace_selector(),
+            &self.object_selector(),
+        )
+    }
+
+    /// [`WebhookSpec::call`] with the selectors of a configuration as installed (an absent one is `{}`, as
+    /// the apiserver defaults it) instead of the shipped ones; the rules stay the shipped ones.
+    pub fn call_with(
+        &self,
+        req: &AdmissionRequest,
+        namespace_labels: Option<&BTreeMap<String, String>>,
+        ns_selector: &LabelSelector,
+        object_selector: &LabelSelector,
+    ) -> Call {
+        if !self.rules_match(req) {
+            return Call::Rules;
+        }
+        if let Some(labels) = namespace_labels
+            && let Some(miss) = selector::first_miss(ns_selector, labels)
+        {
+            return Call::NamespaceSelector(miss.to_mismatch());
+        }
+        // The apiserver's MatchObjectSelector: an empty selector matches every request, objects or not;
+        // any other is matched against the object and the old object, and an absent one matches nothing.
+        if *object_selector == LabelSelector::default() {
+            return Call::Called;
+        }
+        let labels = req.object_labels();
+        let mut first = None;
+        for l in labels.iter().flatten() {
+            match selector::first_miss(object_selector, l) {
+                None => return Call::Called,
+                Some(miss) => {
+                    first.get_or_insert_with(|| miss.to_mismatch());
+                }
+            }
+        }
+        Call::ObjectSelector(first)
+    }
+
+    /// Whether the apiserver would call this webhook for the request ([`WebhookSpec::call`] is
+    /// [`Call::Called`]).
     pub fn would_call(
         &self,
         req: &AdmissionRequest,
         namespace_labels: Option<&BTreeMap<String, String>>,
     ) -> bool {
-        if !self.rules_match(req) {
-            return false;
-        }
-        if let Some(labels) = namespace_labels
-            && !selector::matches(&self.namespace_selector(), labels)
-        {
-            return false;
-        }
-        // The apiserver's MatchObjectSelector: an empty selector matches every request, objects or not;
-        // any other is matched against the object and the old object, and an absent one matches nothing.
-        let object_selector = self.object_selector();
-        object_selector == LabelSelector::default()
-            || req
-                .object_labels()
-                .iter()
-                .flatten()
-                .any(|labels| selector::matches(&object_selector, labels))
+        self.call(req, namespace_labels) == Call::Called
     }
+}
+
+/// Whether the apiserver calls a webhook for a request, and if not the first reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// It calls it.
+    Called,
+    /// The rules do not cover the operation and resource.
+    Rules,
+    /// The first namespaceSelector requirement the namespace's labels fail.
+    NamespaceSelector(selector::Mismatch),
+    /// The first objectSelector requirement the object's labels fail (`None`: no object to match).
+    ObjectSelector(Option<selector::Mismatch>),
 }
 
 #[cfg(test)]

@@ -41,27 +41,105 @@ impl Labels for WithLabel<'_> {
     }
 }
 
-/// Whether `labels` match `selector`. An empty selector matches everything; an unknown operator matches
-/// nothing (the apiserver rejects such selectors when they are stored).
-pub fn matches(selector: &LabelSelector, labels: &(impl Labels + ?Sized)) -> bool {
-    let by_labels = selector
-        .match_labels
-        .as_ref()
-        .is_none_or(|m| m.iter().all(|(k, v)| labels.label(k) == Some(v)));
-    by_labels
-        && selector.match_expressions.as_ref().is_none_or(|exprs| {
-            exprs.iter().all(|e| {
-                let values = e.values.as_deref().unwrap_or_default();
-                let value = labels.label(&e.key);
-                match e.operator.as_str() {
-                    "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-                    "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-                    "Exists" => value.is_some(),
-                    "DoesNotExist" => value.is_none(),
-                    _ => false,
-                }
-            })
+/// The first requirement of a selector that `labels` fail: `matchLabels` in key order (operator `In`, one
+/// value), then `matchExpressions` in order. `explain` names it; [`matches`] is its absence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Miss<'s, 'l> {
+    /// The label key.
+    pub key: &'s str,
+    /// `In` (a `matchLabels` pair too), `NotIn`, `Exists`, `DoesNotExist`, or an unknown operator.
+    pub operator: &'s str,
+    /// The wanted values (one for a `matchLabels` pair, none for `Exists` / `DoesNotExist`).
+    pub wanted: &'s [String],
+    /// The labels' value for the key, `None` when missing.
+    pub actual: Option<&'l str>,
+}
+
+/// The first requirement `labels` fail ([`Miss`]), `None` when they match. An empty selector matches
+/// everything; an unknown operator matches nothing (the apiserver rejects such selectors when stored).
+pub fn first_miss<'s, 'l, L: Labels + ?Sized>(
+    selector: &'s LabelSelector,
+    labels: &'l L,
+) -> Option<Miss<'s, 'l>> {
+    if let Some(m) = &selector.match_labels {
+        for (k, v) in m {
+            let actual = labels.label(k);
+            if actual != Some(v.as_str()) {
+                return Some(Miss {
+                    key: k,
+                    operator: "In",
+                    wanted: std::slice::from_ref(v),
+                    actual,
+                });
+            }
+        }
+    }
+    selector.match_expressions.iter().flatten().find_map(|e| {
+        let values = e.values.as_deref().unwrap_or_default();
+        let value = labels.label(&e.key);
+        let ok = match e.operator.as_str() {
+            "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
+            "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            _ => false,
+        };
+        (!ok).then_some(Miss {
+            key: &e.key,
+            operator: &e.operator,
+            wanted: values,
+            actual: value,
         })
+    })
+}
+
+impl Miss<'_, '_> {
+    /// An owned copy, to keep past the selector and labels it was found in.
+    pub fn to_mismatch(&self) -> Mismatch {
+        Mismatch {
+            key: self.key.to_owned(),
+            operator: self.operator.to_owned(),
+            wanted: self.wanted.to_vec(),
+            actual: self.actual.map(str::to_owned),
+        }
+    }
+}
+
+/// A [`Miss`] that owns its strings (`explain`'s JSON `detail`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Mismatch {
+    /// The label key.
+    pub key: String,
+    /// `In` (a `matchLabels` pair too), `NotIn`, `Exists`, `DoesNotExist`, or an unknown operator.
+    pub operator: String,
+    /// The wanted values.
+    pub wanted: Vec<String>,
+    /// The labels' value, `None` when missing.
+    pub actual: Option<String>,
+}
+
+impl Mismatch {
+    /// One line for a human: `app wants "web", pod has "api"`; `whose` names the labels' owner.
+    pub fn describe(&self, whose: &str) -> String {
+        let has = match &self.actual {
+            Some(v) => format!("{whose} has {v:?}"),
+            None => format!("{whose} has no such label"),
+        };
+        let wanted = match (self.operator.as_str(), self.wanted.as_slice()) {
+            ("In", [one]) => format!("wants {one:?}"),
+            ("In", many) => format!("wants one of {many:?}"),
+            ("NotIn", many) => format!("wants none of {many:?}"),
+            ("Exists", _) => "wants the label".to_owned(),
+            ("DoesNotExist", _) => "wants no such label".to_owned(),
+            (other, _) => format!("has an unknown operator {other:?}"),
+        };
+        format!("{} {wanted}, {has}", self.key)
+    }
+}
+
+/// Whether `labels` match `selector`: no requirement fails ([`first_miss`]).
+pub fn matches(selector: &LabelSelector, labels: &(impl Labels + ?Sized)) -> bool {
+    first_miss(selector, labels).is_none()
 }
 
 /// A selector Kruise cannot evaluate (`util.ValidatedLabelSelectorAsSelector`): only the operators are checked,

@@ -2,6 +2,7 @@
 //! selection, and pod injection over SidecarSets prepared once for it ([`prepared`]).
 
 pub mod defaults;
+pub mod explain;
 pub mod hash;
 pub mod inject;
 pub mod missed;

@@ -237,8 +237,62 @@ fn is_empty_selector(sel: &LabelSelector) -> bool {
         && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty())
 }
 
-/// Whether the pod matches the SidecarSet (`PodMatchedSidecarSet`). `namespace_labels` are the labels of
-/// the pod's Namespace, `None` when it does not exist.
+/// How a pod fares against a SidecarSet's `namespaceSelector` and `selector` (`PodMatchedSidecarSet`), with
+/// the first reason it does not match: what `explain` prints, and what [`pod_matches`] reduces to yes or no.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodMatch<'s, 'l> {
+    /// Both selectors match.
+    Matched,
+    /// The SidecarSet has a `namespaceSelector` and the pod's Namespace does not exist (or cannot be read).
+    NoNamespace,
+    /// The `namespaceSelector` cannot be evaluated (an unknown operator).
+    InvalidNamespaceSelector,
+    /// The first `namespaceSelector` requirement the Namespace's labels fail.
+    NamespaceSelector(selector::Miss<'s, 'l>),
+    /// `spec.selector` is unset: it selects nothing.
+    NoSelector,
+    /// `spec.selector` is `{}`: everything in Go, which Kruise reads as no match.
+    EmptySelector,
+    /// The first `selector` requirement the pod's labels fail.
+    Selector(selector::Miss<'s, 'l>),
+}
+
+/// Whether the pod matches the SidecarSet, and if not the first reason ([`PodMatch`]). `namespace_labels`
+/// are the labels of the pod's Namespace, `None` when it does not exist.
+///
+/// # Errors
+/// The selector's error text when `spec.selector` cannot be evaluated (the request then fails with 500).
+pub fn pod_match<'s, 'l, N: Labels>(
+    set: &'s SidecarSet,
+    pod_labels: &'l BTreeMap<String, String>,
+    namespace_labels: Option<&'l N>,
+) -> Result<PodMatch<'s, 'l>, String> {
+    if let Some(ns_selector) = &set.spec.namespace_selector {
+        // A Namespace that cannot be read, or a selector that cannot be evaluated, is no match.
+        let Some(labels) = namespace_labels else {
+            return Ok(PodMatch::NoNamespace);
+        };
+        if selector_error(ns_selector).is_some() {
+            return Ok(PodMatch::InvalidNamespaceSelector);
+        }
+        if let Some(miss) = selector::first_miss(ns_selector, labels) {
+            return Ok(PodMatch::NamespaceSelector(miss));
+        }
+    }
+    let Some(sel) = &set.spec.selector else {
+        return Ok(PodMatch::NoSelector);
+    };
+    if let Some(e) = selector_error(sel) {
+        return Err(e);
+    }
+    // An empty selector selects everything in Go, and Kruise then treats that as "no match".
+    if is_empty_selector(sel) {
+        return Ok(PodMatch::EmptySelector);
+    }
+    Ok(selector::first_miss(sel, pod_labels).map_or(PodMatch::Matched, PodMatch::Selector))
+}
+
+/// Whether the pod matches the SidecarSet (`PodMatchedSidecarSet`): [`pod_match`] is [`PodMatch::Matched`].
 ///
 /// # Errors
 /// The selector's error text when `spec.selector` cannot be evaluated (the request then fails with 500).
@@ -247,23 +301,7 @@ pub fn pod_matches(
     pod_labels: &BTreeMap<String, String>,
     namespace_labels: Option<&impl Labels>,
 ) -> Result<bool, String> {
-    if let Some(ns_selector) = &set.spec.namespace_selector {
-        // A Namespace that cannot be read, or a selector that cannot be evaluated, is no match.
-        let Some(labels) = namespace_labels else {
-            return Ok(false);
-        };
-        if selector_error(ns_selector).is_some() || !selector::matches(ns_selector, labels) {
-            return Ok(false);
-        }
-    }
-    let Some(sel) = &set.spec.selector else {
-        return Ok(false);
-    };
-    if let Some(e) = selector_error(sel) {
-        return Err(e);
-    }
-    // An empty selector selects everything in Go, and Kruise then treats that as "no match".
-    Ok(!is_empty_selector(sel) && selector::matches(sel, pod_labels))
+    pod_match(set, pod_labels, namespace_labels).map(|m| m == PodMatch::Matched)
 }
 
 /// The SidecarSets to inject into a pod (§4.3 steps 3-5): candidates in index order, paused ones skipped,
