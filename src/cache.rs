@@ -63,8 +63,6 @@ use sync::SyncState;
 use versions::{KruiseKind, Versions};
 use workloads::{ServedKinds, WorkloadStores, Workloads};
 
-pub use discovery::discover;
-
 /// How long the live custom-resource count may take before it counts as a list error.
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 
