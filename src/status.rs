@@ -254,8 +254,6 @@ trait Recorded:
     const KRUISE_KIND: KruiseKind;
     /// The object an intent writes, if the intent is of this kind.
     fn written_by(intent: StatusIntent) -> Option<Self>;
-    /// Names the kind a status PUT names, at the stored version (whatever the copy read says).
-    fn name_kind(&mut self);
 }
 
 impl Recorded for PodUnavailableBudget {
@@ -272,10 +270,6 @@ impl Recorded for PodUnavailableBudget {
             StatusIntent::SpreadRecord(_) => None,
         }
     }
-    fn name_kind(&mut self) {
-        "policy.kruise.io/v1beta1".clone_into(&mut self.api_version);
-        "PodUnavailableBudget".clone_into(&mut self.kind);
-    }
 }
 
 impl Recorded for WorkloadSpread {
@@ -291,10 +285,6 @@ impl Recorded for WorkloadSpread {
             StatusIntent::SpreadRecord(SpreadRecord { spread, .. }) => Some(spread),
             StatusIntent::BudgetSpend(_) => None,
         }
-    }
-    fn name_kind(&mut self) {
-        "apps.kruise.io/v1beta1".clone_into(&mut self.api_version);
-        "WorkloadSpread".clone_into(&mut self.kind);
     }
 }
 
@@ -494,12 +484,9 @@ async fn write_group<K: Recorded>(
         } else {
             None
         };
-        {
-            let object = Arc::make_mut(&mut object);
-            if let Some(answered) = rebased {
-                object.metadata_mut().resource_version = answered;
-            }
-            object.name_kind();
+        // The body names its kind and served version when it is encoded (`put_status`).
+        if let Some(answered) = rebased {
+            Arc::make_mut(&mut object).metadata_mut().resource_version = answered;
         }
         gathering.in_flight = Some((object.clone(), batch.outcome.subscribe()));
         (object, batch.outcome, gathering.conflicts)
