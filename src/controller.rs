@@ -4,7 +4,8 @@
 //! PodUnavailableBudget status controller ([`podunavailablebudget`]), the WorkloadSpread controller
 //! ([`workloadspread`]), the container-launch-priority barrier controller ([`launch_priority`]), the Job
 //! sidecar terminator ([`sidecar_terminator`]) and the PersistentPodState status and auto-generation
-//! controllers ([`persistentpodstate`]). Every controller runs on [`runtime`]: kube-runtime's
+//! controllers ([`persistentpodstate`]), and the reporter of pods that missed their sidecars
+//! ([`missed_sidecars`]). Every controller runs on [`runtime`]: kube-runtime's
 //! `Controller`, driven by changes of the stores the webhooks read.
 //!
 //! Cluster mode only: [`crate::server::start_with`] starts [`Controllers`] last, after the informer caches,
@@ -14,6 +15,7 @@
 mod failure;
 pub mod launch_priority;
 pub mod leader;
+pub mod missed_sidecars;
 pub mod persistentpodstate;
 pub mod pod_readiness;
 pub mod podunavailablebudget;
@@ -56,6 +58,8 @@ pub struct Controllers {
     readiness: Option<runtime::Running>,
     /// The PersistentPodState status and auto-generation controllers ([`persistentpodstate`]).
     persistent_pod_states: Option<persistentpodstate::Started>,
+    /// The reporter of pods that missed their sidecars ([`missed_sidecars`]).
+    missed_sidecars: Option<runtime::Running>,
 }
 
 impl Controllers {
@@ -257,7 +261,23 @@ impl Controllers {
                     runtime::Settings::default(),
                 )
             });
+        // Pods that missed their sidecars (docs/missed-sidecars.md): wherever the pod webhook injects
+        // SidecarSets, beside OpenKruise too (it writes events only).
+        let missed_sidecars = cache.sidecar_set_cache().map(|sets| {
+            missed_sidecars::MissedSidecarsController::start(
+                writer.clone(),
+                sets.clone(),
+                cache.pod_store().clone(),
+                cache.namespace_store().clone(),
+                vec!["kube-system".to_owned(), config.namespace.clone()],
+                cache.versions().resource_or_newest(KruiseKind::SidecarSet),
+                metrics.clone(),
+                leading.clone(),
+                runtime::Settings::default(),
+            )
+        });
         let controllers = Self {
+            missed_sidecars,
             leader: None,
             leading,
             sidecar_sets,
@@ -283,6 +303,7 @@ impl Controllers {
             ("SidecarTerminator", self.terminator.is_some()),
             ("PodReadiness", self.readiness.is_some()),
             ("PersistentPodState", self.persistent_pod_states.is_some()),
+            ("MissedSidecars", self.missed_sidecars.is_some()),
         ]
         .into_iter()
         .filter_map(|(kind, on)| on.then_some(kind))
@@ -316,6 +337,9 @@ impl Controllers {
             c.stop().await;
         }
         if let Some(c) = self.persistent_pod_states {
+            c.stop().await;
+        }
+        if let Some(c) = self.missed_sidecars {
             c.stop().await;
         }
         if let Some(leader) = self.leader {

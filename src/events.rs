@@ -50,16 +50,54 @@ impl Recorder {
         message: &str,
     ) {
         let now = Timestamp::now();
-        let namespace = regarding
-            .namespace
-            .clone()
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "default".into());
         let name = format!(
             "{}.{:x}",
             regarding.name.as_deref().unwrap_or(""),
             now.as_nanosecond()
         );
+        let (api, event) = self.event(name, now, regarding, type_, reason, message);
+        if let Err(error) = api.create(&PostParams::default(), &event).await {
+            tracing::warn!(%error, reason, component = self.component, "recording an event failed");
+        }
+    }
+
+    /// Records an event named `name`, once: `Ok(true)` when written, `Ok(false)` when an event of that name
+    /// exists already (recorded before, by this replica or another), so that a report made again after a
+    /// restart or by a new leader records nothing.
+    ///
+    /// # Errors
+    /// The API server's error, other than AlreadyExists.
+    pub async fn record_once(
+        &self,
+        name: String,
+        regarding: ObjectReference,
+        type_: EventType,
+        reason: &str,
+        message: &str,
+    ) -> Result<bool, kube::Error> {
+        let (api, event) = self.event(name, Timestamp::now(), regarding, type_, reason, message);
+        match api.create(&PostParams::default(), &event).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The event and the API of its namespace (the object's, `default` for a cluster-scoped one).
+    fn event(
+        &self,
+        name: String,
+        now: Timestamp,
+        regarding: ObjectReference,
+        type_: EventType,
+        reason: &str,
+        message: &str,
+    ) -> (Api<Event>, Event) {
+        let namespace = regarding
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".into());
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(name),
@@ -81,9 +119,6 @@ impl Recorder {
             reporting_instance: Some(String::new()),
             ..Event::default()
         };
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        if let Err(error) = api.create(&PostParams::default(), &event).await {
-            tracing::warn!(%error, reason, component = self.component, "recording an event failed");
-        }
+        (Api::namespaced(self.client.clone(), &namespace), event)
     }
 }

@@ -75,6 +75,13 @@ pub struct SpreadLabels {
     pub name: String,
 }
 
+/// `{sidecarset}` of the pods that missed a SidecarSet.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SidecarSetLabels {
+    /// The SidecarSet's name.
+    pub sidecarset: String,
+}
+
 /// `{action,result}` of the Job sidecar terminator's API calls.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActionResultLabels {
@@ -196,6 +203,9 @@ pub struct Metrics {
     pub informer_synced: Family<ResourceLabels, Gauge>,
     /// `controller_errors_total{controller,reason}`: failed reconciles, by controller and reason.
     pub controller_errors: Family<ControllerReasonLabels, Counter>,
+    /// `sidecarset_pods_missing_sidecars{sidecarset}`: the active pods a SidecarSet's selector matches that
+    /// were created without its sidecars (docs/missed-sidecars.md), as the leader last counted them.
+    pub sidecarset_missing: Family<SidecarSetLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -374,6 +384,12 @@ impl Metrics {
             "Whether the informer cache of a resource readiness waits for has its first list (1) or not (0)",
             informer_synced.clone(),
         );
+        let sidecarset_missing = Family::<SidecarSetLabels, Gauge>::default();
+        registry.register(
+            "sidecarset_pods_missing_sidecars",
+            "Active pods a SidecarSet selects that were created without its sidecars (recreate them), as the leader counts them",
+            sidecarset_missing.clone(),
+        );
         let controller_errors = Family::<ControllerReasonLabels, Counter>::default();
         registry.register(
             "controller_errors",
@@ -382,6 +398,7 @@ impl Metrics {
         );
         Self {
             controller_errors,
+            sidecarset_missing,
             informer_synced,
             spread_full,
             spread_writes,

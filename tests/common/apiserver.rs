@@ -495,7 +495,26 @@ impl StandIn {
         }
         if parts.method == Method::POST && path.ends_with("/events") {
             let event: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            self.lock().events_posted.push(event.clone());
+            let mut state = self.lock();
+            // As the API server: a name taken in the namespace is AlreadyExists.
+            let named = |e: &Value| {
+                (
+                    e["metadata"]["namespace"].clone(),
+                    e["metadata"]["name"].clone(),
+                )
+            };
+            if state
+                .events_posted
+                .iter()
+                .any(|e| named(e) == named(&event))
+            {
+                return failure(
+                    StatusCode::CONFLICT,
+                    "AlreadyExists",
+                    &format!("events {} already exists", event["metadata"]["name"]),
+                );
+            }
+            state.events_posted.push(event.clone());
             return respond(StatusCode::CREATED, event.to_string());
         }
         let Some((collection, namespace, name, sub)) = route(&path) else {

@@ -239,8 +239,10 @@ pub fn beside_openkruise_1_8_3(_: &Cluster) -> Outcome {
             "kruise's objects changed: {changed:?}\nserver log:\n{log}"
         ));
     }
-    // kruise-manager's SidecarSet, launch-priority and pod-readiness controllers run, not ours.
+    // kruise-manager's SidecarSet, launch-priority and pod-readiness controllers run, not ours; the reporter of
+    // pods that missed their sidecars does (it writes events only, docs/missed-sidecars.md §3).
     let wanted = [
+        "MissedSidecars",
         "PodUnavailableBudget",
         "SidecarTerminator",
         "WorkloadSpread",

@@ -171,7 +171,7 @@ fn pod_path(namespace: &str, name: &str) -> String {
     format!("/api/v1/namespaces/{namespace}/pods/{name}")
 }
 
-fn pod_reference(pod: &SlimPod) -> ObjectReference {
+pub(crate) fn pod_reference(pod: &SlimPod) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
@@ -182,7 +182,7 @@ fn pod_reference(pod: &SlimPod) -> ObjectReference {
     }
 }
 
-fn set_reference(set: &SidecarSet, served: &ApiResource) -> ObjectReference {
+pub(crate) fn set_reference(set: &SidecarSet, served: &ApiResource) -> ObjectReference {
     ObjectReference {
         api_version: Some(served.api_version.clone()),
         kind: Some("SidecarSet".into()),

@@ -40,6 +40,81 @@ pub fn missed(
         .collect())
 }
 
+/// The reason of the Warning event on a pod that missed a SidecarSet (§2).
+pub const POD_REASON: &str = "SidecarSetNotInjected";
+/// The reason of the Warning event on a SidecarSet whose count of pods that missed it grew (§2).
+pub const SET_REASON: &str = "PodsNotInjected";
+/// The component both events are recorded as.
+pub const COMPONENT: &str = "sidecarset-controller";
+/// Pods named in the SidecarSet's event, at most.
+const NAMED_IN_SET_EVENT: usize = 3;
+/// The longest object name the API server takes (a DNS subdomain).
+const MAX_NAME: usize = 253;
+
+/// The message of the pod's event (§2).
+pub fn pod_message(set: &str) -> String {
+    format!(
+        "pod was created without the sidecars of SidecarSet {set} (its selector matches the pod now); recreate the pod to inject them"
+    )
+}
+
+/// The message of the SidecarSet's event: `count` pods missed it, `first` some of them (`<ns>/<pod>`, in
+/// order; at most three are named).
+pub fn set_message(count: usize, first: &[String]) -> String {
+    let mut named = first
+        .iter()
+        .take(NAMED_IN_SET_EVENT)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if count == 1 {
+        return format!(
+            "1 pod matched by this SidecarSet was created without its sidecars: {named}; recreate it"
+        );
+    }
+    if count > NAMED_IN_SET_EVENT.min(first.len()) {
+        named.push_str(", ...");
+    }
+    format!(
+        "{count} pods matched by this SidecarSet were created without its sidecars (first: {named}); recreate them"
+    )
+}
+
+/// `<prefix>.<suffix>`, the prefix cut so that the whole is a valid object name.
+fn event_name(prefix: &str, suffix: &str) -> String {
+    let room = MAX_NAME.saturating_sub(suffix.len() + 1);
+    let mut cut = prefix.len().min(room);
+    while !prefix.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}.{suffix}", prefix[..cut].trim_end_matches(['.', '-']))
+}
+
+/// The first 16 hex digits of the SHA-256 of `parts` joined by `/`.
+fn short_hash(parts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(parts.join("/").as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The name of the pod's event: the same for the same pod (by uid) and SidecarSet, so that a second report
+/// (a restart, a new leader, a relist) answers AlreadyExists and records nothing (§2).
+pub fn pod_event_name(pod: &str, pod_uid: &str, set: &str) -> String {
+    event_name(pod, &format!("missed-{}", short_hash(&[pod_uid, set])))
+}
+
+/// The name of the SidecarSet's event for `count` pods: the same for the same SidecarSet (by uid) and
+/// count, so that a new leader that finds the count it was already told records nothing.
+pub fn set_event_name(set: &str, set_uid: &str, count: usize) -> String {
+    event_name(
+        set,
+        &format!(
+            "not-injected-{}",
+            short_hash(&[set_uid, &count.to_string()])
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -172,6 +247,44 @@ mod tests {
         assert_eq!(
             missed_of(&pod("shop", "web", None), &[base, canary], &[]),
             ["log-canary"]
+        );
+    }
+
+    #[test]
+    fn event_names_are_stable_per_pod_and_set_and_always_valid() {
+        let a = pod_event_name("web-0", "uid-1", "log");
+        assert_eq!(a, pod_event_name("web-0", "uid-1", "log"));
+        assert!(a.starts_with("web-0.missed-"), "{a}");
+        assert_eq!(a.len(), "web-0.missed-".len() + 16);
+        assert_ne!(
+            a,
+            pod_event_name("web-0", "uid-2", "log"),
+            "a recreated pod"
+        );
+        assert_ne!(a, pod_event_name("web-0", "uid-1", "mesh"), "another set");
+        let long = "p".repeat(253);
+        let name = pod_event_name(&long, "uid-1", "log");
+        assert_eq!(name.len(), 253);
+        assert!(name.ends_with(&a["web-0".len()..]));
+        let set = set_event_name("log", "uid-s", 3);
+        assert!(set.starts_with("log.not-injected-"), "{set}");
+        assert_ne!(set, set_event_name("log", "uid-s", 4));
+    }
+
+    #[test]
+    fn the_set_message_names_the_first_three() {
+        let pods: Vec<String> = (0..5).map(|i| format!("shop/web-{i}")).collect();
+        assert_eq!(
+            set_message(5, &pods[..3]),
+            "5 pods matched by this SidecarSet were created without its sidecars (first: shop/web-0, shop/web-1, shop/web-2, ...); recreate them"
+        );
+        assert_eq!(
+            set_message(1, &pods[..1]),
+            "1 pod matched by this SidecarSet was created without its sidecars: shop/web-0; recreate it"
+        );
+        assert_eq!(
+            pod_message("log"),
+            "pod was created without the sidecars of SidecarSet log (its selector matches the pod now); recreate the pod to inject them"
         );
     }
 

@@ -1,0 +1,236 @@
+//! Pods that missed their sidecars (docs/missed-sidecars.md §2, §3) against the stand-in API server
+//! (tests/common/apiserver.rs), which authorizes as the shipped ServiceAccount and answers AlreadyExists for an
+//! event name taken: the count follows pods and the SidecarSet as they change, each pod is told once (also by a
+//! second leader), and the SidecarSet is told when its count grows.
+
+mod common;
+
+use std::time::Duration;
+
+use common::apiserver::StandIn;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use kruise_webhook::cache::LiveCache;
+use kruise_webhook::cache::versions::{KruiseKind, Versions};
+use kruise_webhook::controller::missed_sidecars::MissedSidecarsController;
+use kruise_webhook::controller::runtime::{Running, Settings};
+use kruise_webhook::metrics::Metrics;
+
+fn namespace(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}
+
+fn pod(namespace: &str, name: &str, app: &str, injected: Option<&str>) -> Value {
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{namespace}-{name}"),
+            "labels": {"app": app}},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+        "status": {"phase": "Running"}});
+    if let Some(list) = injected {
+        pod["metadata"]["annotations"] = json!({"kruise.io/sidecarset-injected-list": list});
+    }
+    pod
+}
+
+fn sidecar_set(paused: bool) -> Value {
+    json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "log", "uid": "uid-log", "generation": 1},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "injectionStrategy": {"paused": paused},
+            "containers": [{"name": "log-agent", "image": "agent:1"}]}})
+}
+
+fn gauge(metrics: &Metrics) -> Option<String> {
+    metrics
+        .encode()
+        .lines()
+        .find(|l| l.starts_with("sidecarset_pods_missing_sidecars{"))
+        .map(str::to_owned)
+}
+
+fn events(stand_in: &StandIn, reason: &str) -> Vec<Value> {
+    stand_in
+        .events()
+        .into_iter()
+        .filter(|e| e["reason"] == reason)
+        .collect()
+}
+
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "timed out waiting for {what}");
+}
+
+fn start(
+    stand_in: &StandIn,
+    cache: &LiveCache,
+    metrics: &Metrics,
+    leading: watch::Receiver<bool>,
+) -> Running {
+    MissedSidecarsController::start(
+        stand_in.client(),
+        cache.sidecar_set_cache().unwrap().clone(),
+        cache.pod_store().clone(),
+        cache.namespace_store().clone(),
+        vec!["kube-system".to_owned(), "kruise-system".to_owned()],
+        Versions::newest().resource_or_newest(KruiseKind::SidecarSet),
+        metrics.clone(),
+        leading,
+        Settings::default(),
+    )
+}
+
+const LINE_1: &str = r#"sidecarset_pods_missing_sidecars{sidecarset="log"} 1"#;
+const LINE_2: &str = r#"sidecarset_pods_missing_sidecars{sidecarset="log"} 2"#;
+const LINE_0: &str = r#"sidecarset_pods_missing_sidecars{sidecarset="log"} 0"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missed_pods_are_counted_and_told_once_each() {
+    kruise_webhook::install_crypto_provider();
+    let stand_in = StandIn::new();
+    for ns in ["shop", "kube-system", "kruise-system"] {
+        stand_in.put(namespace(ns));
+    }
+    stand_in.put(sidecar_set(false));
+    // Scenario 1: missed. 2: injected. 5: selector misses. 7: excluded namespace. 8: finished.
+    stand_in.put(pod("shop", "web-0", "web", None));
+    stand_in.put(pod("shop", "web-1", "web", Some("log")));
+    stand_in.put(pod("shop", "db-0", "db", None));
+    stand_in.put(pod("kube-system", "web-0", "web", None));
+    let mut done = pod("shop", "done", "web", None);
+    done["status"]["phase"] = json!("Succeeded");
+    stand_in.put(done);
+
+    let cache = LiveCache::start(stand_in.client(), Some("kruise-system"), false);
+    common::replica::synced(cache.clone()).await;
+    let metrics = Metrics::new();
+    let (leader, leading) = watch::channel(true);
+    let running = start(&stand_in, &cache, &metrics, leading);
+
+    until("the first count", || {
+        gauge(&metrics).as_deref() == Some(LINE_1)
+    })
+    .await;
+    until("the SidecarSet's event", || {
+        !events(&stand_in, "PodsNotInjected").is_empty()
+    })
+    .await;
+    let on_pods = events(&stand_in, "SidecarSetNotInjected");
+    assert_eq!(on_pods.len(), 1, "{on_pods:?}");
+    let event = &on_pods[0];
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["involvedObject"]["kind"], "Pod");
+    assert_eq!(event["involvedObject"]["namespace"], "shop");
+    assert_eq!(event["involvedObject"]["name"], "web-0");
+    assert_eq!(event["involvedObject"]["uid"], "uid-shop-web-0");
+    assert_eq!(event["metadata"]["namespace"], "shop");
+    assert_eq!(event["source"]["component"], "sidecarset-controller");
+    assert_eq!(
+        event["message"],
+        "pod was created without the sidecars of SidecarSet log (its selector matches the pod now); recreate the pod to inject them"
+    );
+    assert!(
+        event["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("web-0.missed-"),
+        "{event}"
+    );
+    let on_set = events(&stand_in, "PodsNotInjected");
+    assert_eq!(on_set.len(), 1, "{on_set:?}");
+    assert_eq!(on_set[0]["involvedObject"]["kind"], "SidecarSet");
+    assert_eq!(on_set[0]["involvedObject"]["name"], "log");
+    assert_eq!(on_set[0]["metadata"]["namespace"], "default");
+    assert_eq!(
+        on_set[0]["message"],
+        "1 pod matched by this SidecarSet was created without its sidecars: shop/web-0; recreate it"
+    );
+
+    // A second pod created without its sidecars: counted, told on the pod, the SidecarSet told again.
+    stand_in.put(pod("shop", "web-2", "web", None));
+    until("the second count", || {
+        gauge(&metrics).as_deref() == Some(LINE_2)
+    })
+    .await;
+    until("the SidecarSet's second event", || {
+        events(&stand_in, "PodsNotInjected").len() == 2
+    })
+    .await;
+    assert_eq!(
+        events(&stand_in, "PodsNotInjected")[1]["message"],
+        "2 pods matched by this SidecarSet were created without its sidecars (first: shop/web-0, shop/web-2); recreate them"
+    );
+    let told: Vec<Value> = events(&stand_in, "SidecarSetNotInjected")
+        .iter()
+        .map(|e| e["involvedObject"]["name"].clone())
+        .collect();
+    assert_eq!(told, [json!("web-0"), json!("web-2")]);
+
+    // A new leader (fresh memory and metrics) counts the same pods and records nothing new: the event names
+    // are taken.
+    leader.send_replace(false);
+    until("the gauge emptied once not leading", || {
+        gauge(&metrics).is_none()
+    })
+    .await;
+    running.stop().await;
+    let posted = stand_in.events().len();
+    let second = Metrics::new();
+    let (_leader, leading) = watch::channel(true);
+    let running = start(&stand_in, &cache, &second, leading);
+    until("the new leader's count", || {
+        gauge(&second).as_deref() == Some(LINE_2)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(stand_in.events().len(), posted, "{:?}", stand_in.events());
+
+    // Leaving the count: relabelled out of the selector, recreated with its sidecars, deleted.
+    stand_in.put(pod("shop", "web-0", "other", None));
+    until("web-0 left", || gauge(&second).as_deref() == Some(LINE_1)).await;
+    stand_in.put(pod("shop", "web-2", "web", Some("log")));
+    until("web-2 injected", || {
+        gauge(&second).as_deref() == Some(LINE_0)
+    })
+    .await;
+    stand_in.put(pod("shop", "web-3", "web", None));
+    until("web-3 counted", || {
+        gauge(&second).as_deref() == Some(LINE_1)
+    })
+    .await;
+    assert!(stand_in.remove("Pod", "shop", "web-3"));
+    until("web-3 deleted", || {
+        gauge(&second).as_deref() == Some(LINE_0)
+    })
+    .await;
+
+    // Scenario 4: a paused SidecarSet is expected not to inject; a change of the SidecarSet recounts.
+    stand_in.put(pod("shop", "web-4", "web", None));
+    until("web-4 counted", || {
+        gauge(&second).as_deref() == Some(LINE_1)
+    })
+    .await;
+    stand_in.put(sidecar_set(true));
+    until("paused", || gauge(&second).as_deref() == Some(LINE_0)).await;
+    // Deleted: its count goes.
+    assert!(stand_in.remove("SidecarSet", "", "log"));
+    until("the deleted set's count gone", || gauge(&second).is_none()).await;
+
+    running.stop().await;
+    assert!(
+        stand_in.unexpected().is_empty(),
+        "{:?}",
+        stand_in.unexpected()
+    );
+    assert!(
+        events(&stand_in, "ReconcileFailed").is_empty(),
+        "{:?}",
+        stand_in.events()
+    );
+}
