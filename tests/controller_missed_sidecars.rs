@@ -34,18 +34,22 @@ fn pod(namespace: &str, name: &str, app: &str, injected: Option<&str>) -> Value 
 }
 
 fn sidecar_set(paused: bool) -> Value {
+    sidecar_set_of("log", ("app", "web"), paused)
+}
+
+fn sidecar_set_of(name: &str, (key, value): (&str, &str), paused: bool) -> Value {
     json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
-        "metadata": {"name": "log", "uid": "uid-log", "generation": 1},
-        "spec": {"selector": {"matchLabels": {"app": "web"}},
+        "metadata": {"name": name, "uid": format!("uid-{name}"), "generation": 1},
+        "spec": {"selector": {"matchLabels": {key: value}},
             "injectionStrategy": {"paused": paused},
-            "containers": [{"name": "log-agent", "image": "agent:1"}]}})
+            "containers": [{"name": format!("{name}-agent"), "image": "agent:1"}]}})
 }
 
 fn gauge(metrics: &Metrics) -> Option<String> {
     metrics
         .encode()
         .lines()
-        .find(|l| l.starts_with("sidecarset_pods_missing_sidecars{"))
+        .find(|l| l.starts_with("sidecarset_pods_missing_sidecars{sidecarset=\"log\"}"))
         .map(str::to_owned)
 }
 
@@ -54,6 +58,14 @@ fn events(stand_in: &StandIn, reason: &str) -> Vec<Value> {
         .events()
         .into_iter()
         .filter(|e| e["reason"] == reason)
+        .collect()
+}
+
+/// The `PodsNotInjected` events on SidecarSet `log`.
+fn on_log(stand_in: &StandIn) -> Vec<Value> {
+    events(stand_in, "PodsNotInjected")
+        .into_iter()
+        .filter(|e| e["involvedObject"]["name"] == "log")
         .collect()
 }
 
@@ -98,6 +110,7 @@ async fn missed_pods_are_counted_and_told_once_each() {
         stand_in.put(namespace(ns));
     }
     stand_in.put(sidecar_set(false));
+    stand_in.put(sidecar_set_of("mesh", ("tier", "edge"), false));
     // Scenario 1: missed. 2: injected. 5: selector misses. 7: excluded namespace. 8: finished.
     stand_in.put(pod("shop", "web-0", "web", None));
     stand_in.put(pod("shop", "web-1", "web", Some("log")));
@@ -117,10 +130,7 @@ async fn missed_pods_are_counted_and_told_once_each() {
         gauge(&metrics).as_deref() == Some(LINE_1)
     })
     .await;
-    until("the SidecarSet's event", || {
-        !events(&stand_in, "PodsNotInjected").is_empty()
-    })
-    .await;
+    until("the SidecarSet's event", || !on_log(&stand_in).is_empty()).await;
     let on_pods = events(&stand_in, "SidecarSetNotInjected");
     assert_eq!(on_pods.len(), 1, "{on_pods:?}");
     let event = &on_pods[0];
@@ -139,10 +149,10 @@ async fn missed_pods_are_counted_and_told_once_each() {
         event["metadata"]["name"]
             .as_str()
             .unwrap()
-            .starts_with("web-0.missed-"),
+            .starts_with("web-0.missed-sidecars-"),
         "{event}"
     );
-    let on_set = events(&stand_in, "PodsNotInjected");
+    let on_set = on_log(&stand_in);
     assert_eq!(on_set.len(), 1, "{on_set:?}");
     assert_eq!(on_set[0]["involvedObject"]["kind"], "SidecarSet");
     assert_eq!(on_set[0]["involvedObject"]["name"], "log");
@@ -153,24 +163,45 @@ async fn missed_pods_are_counted_and_told_once_each() {
     );
 
     // A second pod created without its sidecars: counted, told on the pod, the SidecarSet told again.
-    stand_in.put(pod("shop", "web-2", "web", None));
+    // A second pod created without its sidecars, of two SidecarSets: counted by each, told once on the pod
+    // (naming both), the SidecarSet told again.
+    let mut both = pod("shop", "web-2", "web", None);
+    both["metadata"]["labels"]["tier"] = json!("edge");
+    stand_in.put(both.clone());
     until("the second count", || {
         gauge(&metrics).as_deref() == Some(LINE_2)
     })
     .await;
     until("the SidecarSet's second event", || {
-        events(&stand_in, "PodsNotInjected").len() == 2
+        on_log(&stand_in).len() == 2
     })
     .await;
     assert_eq!(
-        events(&stand_in, "PodsNotInjected")[1]["message"],
+        on_log(&stand_in)[1]["message"],
         "2 pods matched by this SidecarSet were created without its sidecars (first: shop/web-0, shop/web-2); recreate them"
     );
-    let told: Vec<Value> = events(&stand_in, "SidecarSetNotInjected")
+    until("mesh's count", || {
+        metrics
+            .encode()
+            .contains(r#"sidecarset_pods_missing_sidecars{sidecarset="mesh"} 1"#)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let told: Vec<(Value, Value)> = events(&stand_in, "SidecarSetNotInjected")
         .iter()
-        .map(|e| e["involvedObject"]["name"].clone())
+        .map(|e| (e["involvedObject"]["name"].clone(), e["message"].clone()))
         .collect();
-    assert_eq!(told, [json!("web-0"), json!("web-2")]);
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert_eq!(told[0].0, "web-0");
+    assert_eq!(
+        told[1],
+        (
+            json!("web-2"),
+            json!(
+                "pod was created without the sidecars of SidecarSets log, mesh (their selectors match the pod now); recreate the pod to inject them"
+            )
+        )
+    );
 
     // A new leader (fresh memory and metrics) counts the same pods and records nothing new: the event names
     // are taken.
@@ -194,7 +225,8 @@ async fn missed_pods_are_counted_and_told_once_each() {
     // Leaving the count: relabelled out of the selector, recreated with its sidecars, deleted.
     stand_in.put(pod("shop", "web-0", "other", None));
     until("web-0 left", || gauge(&second).as_deref() == Some(LINE_1)).await;
-    stand_in.put(pod("shop", "web-2", "web", Some("log")));
+    both["metadata"]["annotations"] = json!({"kruise.io/sidecarset-injected-list": "log,mesh"});
+    stand_in.put(both);
     until("web-2 injected", || {
         gauge(&second).as_deref() == Some(LINE_0)
     })

@@ -2,16 +2,17 @@
 //! active pods the pod webhook would inject it into now that do not carry it (created while the webhook was
 //! not called, or before the SidecarSet). The decision is [`kruise_webhooks::sidecarset::missed`]; this module
 //! counts the pods in `sidecarset_pods_missing_sidecars{sidecarset}`, puts one Warning event
-//! `SidecarSetNotInjected` on each (named after the pod's uid and the SidecarSet, so AlreadyExists means it was
-//! told already: once per pod, across restarts and leaders), and a Warning event `PodsNotInjected` on the
-//! SidecarSet when its count grows.
+//! `SidecarSetNotInjected` on each, naming every SidecarSet it missed (named after the pod's uid, so
+//! AlreadyExists means it was told already: once per pod, across SidecarSets, restarts and leaders), and a
+//! Warning event `PodsNotInjected` on the SidecarSet when its count grows.
 //!
 //! It reconciles SidecarSets, on the stores the pod webhook reads (the SidecarSet candidate index, pods,
-//! Namespaces): a SidecarSet when it changes; when a pod that missed it, or misses it now, is created, changes
-//! or goes (each pod change is decided once against its candidates, and the sets it missed before are
-//! remembered so that leaving the count triggers too); and, if it has a `namespaceSelector`, when a Namespace
-//! changes. One reconcile decides every pod of the store against the SidecarSet's candidates for it (about a
-//! microsecond a pod), so the count is always recomputed, never drifted.
+//! Namespaces): a SidecarSet when it changes; when a pod starts or stops missing it (each pod change is decided
+//! once against its candidates and compared with what the pod missed before, so a pod's status updates
+//! trigger nothing); and, if it has a `namespaceSelector`, when a Namespace changes. One reconcile goes over
+//! every pod of the store: the SidecarSet's own selectors first (a few label lookups a pod, so 1,000
+//! SidecarSets over 10,000 pods stay cheap), the pod's whole decision (its other candidates, canaries) only
+//! for the pods they select; so the count is recomputed, never drifted.
 //!
 //! Runs beside OpenKruise too: it writes events only, and in that mode our pod webhook is the one injecting.
 
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use kube::Client;
 use kube::core::ApiResource;
 use kube::runtime::reflector::ObjectRef;
@@ -30,6 +31,8 @@ use tokio::sync::watch;
 use kruise_webhooks::api::pod::SlimPod;
 use kruise_webhooks::api::sidecarset::SidecarSet;
 use kruise_webhooks::sidecarset::missed::{self, missed};
+use kruise_webhooks::sidecarset::select;
+use kruise_webhooks::sidecarset::status::is_pod_injected;
 use kruise_webhooks::view::SidecarSetView;
 
 use super::runtime::{self, FailureReport, Reconciler, Running, Settings, Triggers};
@@ -59,8 +62,8 @@ struct Memory {
     /// The SidecarSets each pod (`namespace`, `name`) missed when last decided: what its next change or its
     /// deletion triggers besides the sets it misses then.
     pods: HashMap<(String, String), Vec<String>>,
-    /// Per SidecarSet, the uids of the pods whose event is recorded.
-    reported: HashMap<String, HashSet<String>>,
+    /// The uids of the pods whose event is recorded (or found recorded): forgotten when the pod is deleted.
+    reported: HashSet<String>,
     /// Per SidecarSet, the count last told on it.
     told: HashMap<String, usize>,
 }
@@ -74,29 +77,58 @@ struct Finder {
 }
 
 impl Finder {
-    /// The SidecarSets `pod` missed (docs/missed-sidecars.md §1).
-    fn missed_by(&self, pod: &SlimPod) -> Vec<String> {
+    /// Whether `pod` is one the pod webhook is called for and that could miss anything: active, not in an
+    /// excluded namespace.
+    fn eligible(&self, pod: &SlimPod) -> bool {
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-        if !pod.is_active() || self.excluded.iter().any(|e| e == namespace) {
+        pod.is_active() && !self.excluded.iter().any(|e| e == namespace)
+    }
+
+    /// The labels of Namespace `name`, `None` when it is not known.
+    fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        self.namespaces
+            .store()
+            .get(&ObjectRef::new(name))
+            .map(|ns| ns.metadata.labels.clone().unwrap_or_default())
+    }
+
+    /// The SidecarSets `pod` missed (docs/missed-sidecars.md §1), in candidate order.
+    fn missed_by(&self, pod: &SlimPod) -> Vec<String> {
+        if !self.eligible(pod) {
             return Vec::new();
         }
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let candidates = self
             .sets
             .sidecar_set_candidates(namespace, &pod.labels.to_btree());
         if candidates.is_empty() {
             return Vec::new();
         }
-        let labels: Option<BTreeMap<String, String>> = self
-            .namespaces
-            .store()
-            .get(&ObjectRef::new(namespace))
-            .map(|ns| ns.metadata.labels.clone().unwrap_or_default());
+        let labels = self.namespace_labels(namespace);
         let excluded: Vec<&str> = self.excluded.iter().map(String::as_str).collect();
         missed(pod, &candidates, labels.as_ref(), &excluded).unwrap_or_else(|error| {
             tracing::warn!(pod = %format!("{namespace}/{}", pod.metadata.name.as_deref().unwrap_or("")),
                 %error, "a SidecarSet selector cannot be evaluated; the pod is not counted as missing it");
             Vec::new()
         })
+    }
+
+    /// The SidecarSets `pod` missed, when `set` is among them: `set`'s own tests first (not injected, its
+    /// selectors match), the whole decision only then.
+    fn missed_with(&self, pod: &SlimPod, set: &SidecarSet) -> Option<Vec<String>> {
+        if set.spec.injection_strategy.paused
+            || !self.eligible(pod)
+            || is_pod_injected(pod, set.name())
+        {
+            return None;
+        }
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let labels = self.namespace_labels(namespace);
+        if !select::pod_matches(set, &pod.labels.to_btree(), labels.as_ref()).unwrap_or(false) {
+            return None;
+        }
+        let missed = self.missed_by(pod);
+        missed.iter().any(|s| s == set.name()).then_some(missed)
     }
 }
 
@@ -195,14 +227,17 @@ impl MissedSidecarsController {
     /// recorded again).
     pub async fn handle(&self, set: &SidecarSet) -> Result<usize, MissedError> {
         let name = set.name().to_owned();
-        let mut missing: Vec<Arc<SlimPod>> = self
+        let mut missing: Vec<(Arc<SlimPod>, Vec<String>)> = self
             .pods
             .store()
             .state()
             .into_iter()
-            .filter(|pod| self.finder.missed_by(pod).contains(&name))
+            .filter_map(|pod| {
+                let missed = self.finder.missed_with(&pod, set)?;
+                Some((pod, missed))
+            })
             .collect();
-        missing.sort_by_key(|pod| pod_key(pod));
+        missing.sort_by_key(|(pod, _)| pod_key(pod));
         let count = missing.len();
         self.metrics
             .sidecarset_missing
@@ -210,10 +245,10 @@ impl MissedSidecarsController {
                 sidecarset: name.clone(),
             })
             .set(i64::try_from(count).unwrap_or(i64::MAX));
-        // What the pod triggers remember: this set for exactly the pods missing it now.
-        let (to_report, told) = {
+        // What the pod triggers remember: this set for exactly the pods missing it now; and whom to tell.
+        let (to_tell, told) = {
             let mut memory = self.memory();
-            let now: HashSet<(String, String)> = missing.iter().map(|p| pod_key(p)).collect();
+            let now: HashSet<(String, String)> = missing.iter().map(|(p, _)| pod_key(p)).collect();
             memory.pods.retain(|key, sets| {
                 if !now.contains(key) {
                     sets.retain(|s| *s != name);
@@ -226,68 +261,47 @@ impl MissedSidecarsController {
                     sets.push(name.clone());
                 }
             }
-            let uids: HashSet<String> = missing
+            let to_tell: Vec<(String, String, ObjectReference, String)> = missing
                 .iter()
-                .filter_map(|p| p.metadata.uid.clone())
-                .collect();
-            let reported = memory.reported.entry(name.clone()).or_default();
-            reported.retain(|uid| uids.contains(uid));
-            let to_report: Vec<Arc<SlimPod>> = missing
-                .iter()
-                .filter(|p| {
-                    p.metadata
-                        .uid
-                        .as_ref()
-                        .is_some_and(|uid| !reported.contains(uid))
+                .filter_map(|(pod, sets)| {
+                    let uid = pod.metadata.uid.clone()?;
+                    if memory.reported.contains(&uid) {
+                        return None;
+                    }
+                    let event =
+                        missed::pod_event_name(pod.metadata.name.as_deref().unwrap_or(""), &uid);
+                    Some((uid, event, pod_reference(pod), missed::pod_message(sets)))
                 })
-                .cloned()
                 .collect();
-            (to_report, memory.told.get(&name).copied().unwrap_or(0))
+            (to_tell, memory.told.get(&name).copied().unwrap_or(0))
         };
         // One event a pod, at most EVENT_WRITES at a time.
-        let message = missed::pod_message(&name);
-        let writes: Vec<(String, String, _)> = to_report
-            .iter()
-            .map(|pod| {
-                let uid = pod.metadata.uid.clone().unwrap_or_default();
-                let event =
-                    missed::pod_event_name(pod.metadata.name.as_deref().unwrap_or(""), &uid, &name);
-                (uid, event, pod_reference(pod))
-            })
-            .collect();
         let recorder = &self.recorder;
-        let message = &message;
-        let results: Vec<(String, Result<bool, kube::Error>)> = futures::stream::iter(
-            writes
-                .into_iter()
-                .map(|(uid, event, regarding)| async move {
+        let results: Vec<(String, Result<bool, kube::Error>)> =
+            futures::stream::iter(to_tell.into_iter().map(
+                |(uid, event, regarding, message)| async move {
                     let result = recorder
                         .record_once(
                             event,
                             regarding,
                             EventType::Warning,
                             missed::POD_REASON,
-                            message,
+                            &message,
                         )
                         .await;
                     (uid, result)
-                }),
-        )
-        .buffer_unordered(EVENT_WRITES)
-        .collect()
-        .await;
+                },
+            ))
+            .buffer_unordered(EVENT_WRITES)
+            .collect()
+            .await;
         let mut failed = None;
         {
             let mut memory = self.memory();
-            let reported = memory.reported.entry(name.clone()).or_default();
             for (uid, result) in results {
                 match result {
-                    Ok(recorded) => {
-                        if recorded {
-                            tracing::info!(sidecarset = %name, pod_uid = %uid,
-                                "a pod that missed the SidecarSet's sidecars is reported on the pod");
-                        }
-                        reported.insert(uid);
+                    Ok(_) => {
+                        memory.reported.insert(uid);
                     }
                     Err(source) => failed = failed.or(Some(source)),
                 }
@@ -304,7 +318,7 @@ impl MissedSidecarsController {
             let first: Vec<String> = missing
                 .iter()
                 .take(3)
-                .map(|p| {
+                .map(|(p, _)| {
                     let (ns, pod) = pod_key(p);
                     format!("{ns}/{pod}")
                 })
@@ -326,7 +340,7 @@ impl MissedSidecarsController {
                     source,
                 })?;
             tracing::warn!(sidecarset = %name, pods = count,
-                "pods the SidecarSet selects were created without its sidecars; recreate them");
+                "pods the SidecarSet selects were created without its sidecars (events on them); recreate them");
         }
         self.memory().told.insert(name, count);
         Ok(count)
@@ -370,7 +384,6 @@ impl Reconciler for MissedSidecarsController {
                         sidecarset: set.name().to_owned(),
                     });
                     let mut memory = forget.lock().unwrap_or_else(|p| p.into_inner());
-                    memory.reported.remove(set.name());
                     memory.told.remove(set.name());
                 }
                 Vec::new()
@@ -378,7 +391,13 @@ impl Reconciler for MissedSidecarsController {
             .watches_changes(&self.pods, move |change| {
                 let (key, now) = match change {
                     Change::Applied(pod) => (pod_key(pod), finder.missed_by(pod)),
-                    Change::Deleted(pod) => (pod_key(pod), Vec::new()),
+                    Change::Deleted(pod) => {
+                        if let Some(uid) = &pod.metadata.uid {
+                            let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
+                            memory.reported.remove(uid);
+                        }
+                        (pod_key(pod), Vec::new())
+                    }
                     Change::Relisted => return Vec::new(),
                 };
                 let before = {
@@ -388,14 +407,12 @@ impl Reconciler for MissedSidecarsController {
                     } else {
                         memory.pods.insert(key, now.clone())
                     }
-                };
-                let mut sets = before.unwrap_or_default();
-                for set in now {
-                    if !sets.contains(&set) {
-                        sets.push(set);
-                    }
                 }
-                sets.iter().map(|s| ObjectRef::new(s)).collect()
+                .unwrap_or_default();
+                // Only the sets the pod started or stopped missing: a status update changes neither.
+                let mut sets: Vec<&String> = before.iter().filter(|s| !now.contains(s)).collect();
+                sets.extend(now.iter().filter(|s| !before.contains(s)));
+                sets.into_iter().map(|s| ObjectRef::new(s)).collect()
             })
             .watches(
                 &self.finder.namespaces,

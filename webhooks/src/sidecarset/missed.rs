@@ -51,10 +51,16 @@ const NAMED_IN_SET_EVENT: usize = 3;
 /// The longest object name the API server takes (a DNS subdomain).
 const MAX_NAME: usize = 253;
 
-/// The message of the pod's event (§2).
-pub fn pod_message(set: &str) -> String {
+/// The message of the pod's event (§2): `sets` are the SidecarSets it missed when told.
+pub fn pod_message(sets: &[String]) -> String {
+    if let [set] = sets {
+        return format!(
+            "pod was created without the sidecars of SidecarSet {set} (its selector matches the pod now); recreate the pod to inject them"
+        );
+    }
     format!(
-        "pod was created without the sidecars of SidecarSet {set} (its selector matches the pod now); recreate the pod to inject them"
+        "pod was created without the sidecars of SidecarSets {} (their selectors match the pod now); recreate the pod to inject them",
+        sets.join(", ")
     )
 }
 
@@ -97,10 +103,10 @@ fn short_hash(parts: &[&str]) -> String {
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The name of the pod's event: the same for the same pod (by uid) and SidecarSet, so that a second report
-/// (a restart, a new leader, a relist) answers AlreadyExists and records nothing (§2).
-pub fn pod_event_name(pod: &str, pod_uid: &str, set: &str) -> String {
-    event_name(pod, &format!("missed-{}", short_hash(&[pod_uid, set])))
+/// The name of the pod's event: the same for the same pod (by uid), so that a second report (a restart, a
+/// new leader, a relist, another SidecarSet) answers AlreadyExists and records nothing (§2).
+pub fn pod_event_name(pod: &str, pod_uid: &str) -> String {
+    event_name(pod, &format!("missed-sidecars-{}", short_hash(&[pod_uid])))
 }
 
 /// The name of the SidecarSet's event for `count` pods: the same for the same SidecarSet (by uid) and
@@ -251,19 +257,14 @@ mod tests {
     }
 
     #[test]
-    fn event_names_are_stable_per_pod_and_set_and_always_valid() {
-        let a = pod_event_name("web-0", "uid-1", "log");
-        assert_eq!(a, pod_event_name("web-0", "uid-1", "log"));
-        assert!(a.starts_with("web-0.missed-"), "{a}");
-        assert_eq!(a.len(), "web-0.missed-".len() + 16);
-        assert_ne!(
-            a,
-            pod_event_name("web-0", "uid-2", "log"),
-            "a recreated pod"
-        );
-        assert_ne!(a, pod_event_name("web-0", "uid-1", "mesh"), "another set");
+    fn event_names_are_stable_per_pod_and_always_valid() {
+        let a = pod_event_name("web-0", "uid-1");
+        assert_eq!(a, pod_event_name("web-0", "uid-1"));
+        assert!(a.starts_with("web-0.missed-sidecars-"), "{a}");
+        assert_eq!(a.len(), "web-0.missed-sidecars-".len() + 16);
+        assert_ne!(a, pod_event_name("web-0", "uid-2"), "a recreated pod");
         let long = "p".repeat(253);
-        let name = pod_event_name(&long, "uid-1", "log");
+        let name = pod_event_name(&long, "uid-1");
         assert_eq!(name.len(), 253);
         assert!(name.ends_with(&a["web-0".len()..]));
         let set = set_event_name("log", "uid-s", 3);
@@ -283,8 +284,12 @@ mod tests {
             "1 pod matched by this SidecarSet was created without its sidecars: shop/web-0; recreate it"
         );
         assert_eq!(
-            pod_message("log"),
+            pod_message(&["log".to_owned()]),
             "pod was created without the sidecars of SidecarSet log (its selector matches the pod now); recreate the pod to inject them"
+        );
+        assert_eq!(
+            pod_message(&["log".to_owned(), "mesh".to_owned()]),
+            "pod was created without the sidecars of SidecarSets log, mesh (their selectors match the pod now); recreate the pod to inject them"
         );
     }
 
