@@ -34,8 +34,12 @@ use serde_json::{Value, json};
 
 use crate::cache;
 use crate::cli::ExplainOutput;
-use crate::config::ExplainConfig;
+use crate::config::{ExplainConfig, ExplainLiveConfig};
 use crate::review::{self, ReviewError};
+
+pub mod live;
+
+use live::{LiveError, LiveOptions, LiveTarget};
 
 /// Input that cannot be explained; printed as one line, exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +53,51 @@ pub enum ExplainError {
     /// The object has no pod to explain.
     #[error("{0}")]
     NoPod(String),
+    /// Live mode: the target not found, a read refused, the API server unreachable, no kubeconfig.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+}
+
+/// Which webhook configurations are taken as installed (docs/explain.md §1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Installed {
+    /// The ones shipped in `deploy/base` (files, and `--objects` without any configuration).
+    Shipped,
+    /// Every Mutating/ValidatingWebhookConfiguration among `--objects`.
+    Objects,
+    /// Live: exactly the two read by name (absent ones have no webhook), never OpenKruise's or another's.
+    Live {
+        /// `--mutating-webhook-configuration-name`.
+        mutating: String,
+        /// `--validating-webhook-configuration-name`.
+        validating: String,
+    },
+}
+
+impl Installed {
+    /// File mode: [`Installed::Objects`] when `--objects` holds a webhook configuration, else the shipped ones.
+    pub fn of_objects(cluster: &FixtureCluster) -> Self {
+        let any = cluster.objects().iter().any(|o| {
+            matches!(
+                o.get("kind").and_then(Value::as_str),
+                Some("MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration")
+            )
+        });
+        if any { Self::Objects } else { Self::Shipped }
+    }
+
+    /// Why a webhook none of the configurations has is not called, as the text says it.
+    fn not_installed(&self) -> String {
+        match self {
+            Self::Live {
+                mutating,
+                validating,
+            } => format!("not called: notInstalled: neither {mutating} nor {validating} has it"),
+            _ => {
+                "not called: notInstalled: no webhook configuration in --objects has it".to_owned()
+            }
+        }
+    }
 }
 
 /// Which pod is explained.
@@ -379,23 +428,39 @@ fn review_for(pod: &Value, at: &PodRef, operation: &str) -> Option<AdmissionRevi
     admission::decode_review(&serde_json::to_vec(&review).ok()?).ok()
 }
 
-/// The webhooks of the Mutating/ValidatingWebhookConfigurations in `--objects`, by name, with their
-/// namespaceSelector and objectSelector (`{}` when absent, as the apiserver defaults them); `None` when there
-/// is no configuration among the objects (the shipped ones are then explained).
+/// The webhooks of the installed configurations, by name, with their namespaceSelector and objectSelector
+/// (`{}` when absent, as the apiserver defaults them); `None` for the shipped ones.
 fn installed_webhooks(
     cluster: &FixtureCluster,
+    installed: &Installed,
 ) -> Option<BTreeMap<String, (LabelSelector, LabelSelector)>> {
-    let mut found = false;
+    let ours = |kind: &str, name: &str| match installed {
+        Installed::Shipped => false,
+        Installed::Objects => matches!(
+            kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ),
+        Installed::Live {
+            mutating,
+            validating,
+        } => {
+            (kind == "MutatingWebhookConfiguration" && name == mutating)
+                || (kind == "ValidatingWebhookConfiguration" && name == validating)
+        }
+    };
+    if *installed == Installed::Shipped {
+        return None;
+    }
     let mut out = BTreeMap::new();
     for obj in cluster.objects() {
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-        if !matches!(
-            kind,
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
-        ) {
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !ours(kind, name) {
             continue;
         }
-        found = true;
         for w in obj
             .get("webhooks")
             .and_then(Value::as_array)
@@ -415,7 +480,7 @@ fn installed_webhooks(
             }
         }
     }
-    found.then_some(out)
+    Some(out)
 }
 
 /// Each webhook whose rules cover one of the pod's requests, and whether the apiserver calls it.
@@ -423,8 +488,9 @@ fn webhook_lines(
     cluster: &FixtureCluster,
     gates: &FeatureGates,
     requests: &[(&str, &str, &AdmissionReview)],
+    configurations: &Installed,
 ) -> Vec<WebhookLine> {
-    let installed = installed_webhooks(cluster);
+    let installed = installed_webhooks(cluster, configurations);
     let mut lines = Vec::new();
     for (operation, resource, review) in requests {
         let labels = review::namespace_labels(cluster, &review.request);
@@ -451,8 +517,7 @@ fn webhook_lines(
                             called: false,
                             reason: Some("notInstalled".to_owned()),
                             detail: None,
-                            message: "not called: notInstalled: no webhook configuration in --objects has it"
-                                .to_owned(),
+                            message: configurations.not_installed(),
                         });
                         continue;
                     }
@@ -850,11 +915,12 @@ fn native_sidecar_line(pod: &Value, after: &Value) -> Option<ContainersLine> {
     })
 }
 
-/// Explains the pod against the cluster.
+/// Explains the pod against the cluster, with the webhook configurations `installed`.
 pub async fn explain(
     cluster: Arc<FixtureCluster>,
     gates: &FeatureGates,
     input: &Value,
+    installed: &Installed,
 ) -> Result<Explanation, ExplainError> {
     let (pod, at) = pod_of(input)?;
     let bad =
@@ -870,6 +936,7 @@ pub async fn explain(
             ("DELETE", "pods", &delete),
             ("CREATE", "pods/eviction", &evict),
         ],
+        installed,
     );
     let reviewed = review::review_chain(cluster.clone(), gates, &create).await;
     let mut sidecar_sets = sidecar_set_lines(&cluster, &pod, &at, &reviewed.response);
@@ -942,19 +1009,103 @@ pub async fn explain(
     })
 }
 
+/// Live mode (docs/explain.md §1): reads a snapshot of the cluster through `client` (GET and LIST only) and
+/// explains `target` against it, the installed configurations being exactly the two `options` names.
+///
+/// # Errors
+/// [`ExplainError::Live`] when the target is not found or a read fails; [`ExplainError::NoPod`] for a target
+/// without a pod template.
+pub async fn live(
+    client: kube::Client,
+    target: &LiveTarget,
+    options: &LiveOptions,
+    gates: &FeatureGates,
+) -> Result<Explanation, ExplainError> {
+    let snapshot = live::snapshot(client, target, options).await?;
+    let installed = Installed::Live {
+        mutating: options.mutating_configuration.clone(),
+        validating: options.validating_configuration.clone(),
+    };
+    explain(
+        Arc::new(snapshot.cluster),
+        gates,
+        &snapshot.target,
+        &installed,
+    )
+    .await
+}
+
+/// The client of `--kubeconfig`/`--context`, else of `kube::Config::infer` (KUBECONFIG, ~/.kube/config,
+/// in-cluster), and the API server's URL.
+async fn live_client(config: &ExplainLiveConfig) -> Result<(kube::Client, String), LiveError> {
+    let unreadable = |e: &(dyn std::error::Error + 'static)| LiveError::Kubeconfig(live::causes(e));
+    let options = kube::config::KubeConfigOptions {
+        context: config.context.clone(),
+        ..Default::default()
+    };
+    let kube_config = match (&config.kubeconfig, &config.context) {
+        (Some(path), _) => {
+            let file = kube::config::Kubeconfig::read_from(path).map_err(|e| {
+                LiveError::Kubeconfig(format!("{}: {}", path.display(), live::causes(&e)))
+            })?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| {
+                    LiveError::Kubeconfig(format!("{}: {}", path.display(), live::causes(&e)))
+                })?
+        }
+        (None, Some(_)) => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| unreadable(&e))?,
+        (None, None) => kube::Config::infer().await.map_err(|e| unreadable(&e))?,
+    };
+    let server = kube_config.cluster_url.to_string();
+    let client = kube::Client::try_from(kube_config).map_err(|e| unreadable(&e))?;
+    Ok((client, server.trim_end_matches('/').to_owned()))
+}
+
 /// Reads the inputs, explains, returns the text or JSON to print.
 ///
 /// # Errors
-/// [`ExplainError`] for unreadable or malformed input.
+/// [`ExplainError`] for unreadable or malformed input, and in live mode a failed read.
 pub fn run(config: &ExplainConfig, stdin: impl Read) -> Result<Vec<u8>, ExplainError> {
-    let cluster = cache::load_objects(&config.objects)?;
-    let (source_name, bytes) = review::read_request(config.pod.as_ref(), stdin)?;
-    let input = review::decode_value(&source_name, &bytes)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| ExplainError::NoPod(format!("runtime: {e}")))?;
-    let explanation = runtime.block_on(explain(Arc::new(cluster), &config.gates, &input))?;
+    let explanation = match &config.live {
+        Some(live_config) => runtime.block_on(async {
+            let (client, server) = live_client(live_config).await?;
+            live(
+                client,
+                &live_config.target,
+                &live_config.options,
+                &config.gates,
+            )
+            .await
+            .map_err(|e| match e {
+                ExplainError::Live(LiveError::Unreachable { cause, .. }) => {
+                    ExplainError::Live(LiveError::Unreachable {
+                        server: Some(server),
+                        cause,
+                    })
+                }
+                other => other,
+            })
+        })?,
+        None => {
+            let cluster = cache::load_objects(&config.objects)?;
+            let (source_name, bytes) = review::read_request(config.pod.as_ref(), stdin)?;
+            let input = review::decode_value(&source_name, &bytes)?;
+            let installed = Installed::of_objects(&cluster);
+            runtime.block_on(explain(
+                Arc::new(cluster),
+                &config.gates,
+                &input,
+                &installed,
+            ))?
+        }
+    };
     Ok(match config.output {
         ExplainOutput::Text => explanation.text().into_bytes(),
         ExplainOutput::Json => {
