@@ -314,10 +314,71 @@ fn template_of(value: &Value) -> Option<&Value> {
     }
 }
 
+/// Revision annotation the Deployment controller sets on its ReplicaSets.
+const DEPLOYMENT_REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+
+/// The newest ReplicaSet of `cluster` the Deployment `deployment` controls (an owner reference with
+/// `controller: true` naming it: by uid, or by name when either side has no uid), by the
+/// `deployment.kubernetes.io/revision` annotation: the one its new pods come from.
+fn newest_replica_set<'c>(cluster: &'c FixtureCluster, deployment: &Value) -> Option<&'c Value> {
+    let text = |v: &'c Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let namespace = deployment
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default");
+    let name = deployment
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let uid = deployment
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    cluster
+        .objects()
+        .iter()
+        .map(|o| o.as_ref())
+        .filter(|rs| {
+            text(rs, "/apiVersion") == "apps/v1"
+                && text(rs, "/kind") == "ReplicaSet"
+                && match text(rs, "/metadata/namespace") {
+                    "" => "default",
+                    ns => ns,
+                } == namespace
+                && rs
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|r| {
+                        let ref_uid = text(r, "/uid");
+                        r.get("controller").and_then(Value::as_bool) == Some(true)
+                            && text(r, "/kind") == "Deployment"
+                            && text(r, "/apiVersion").starts_with("apps/")
+                            && if uid.is_empty() || ref_uid.is_empty() {
+                                text(r, "/name") == name
+                            } else {
+                                ref_uid == uid
+                            }
+                    })
+        })
+        .max_by_key(|rs| {
+            let revision: u64 = rs
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(DEPLOYMENT_REVISION_ANNOTATION))
+                .and_then(Value::as_str)
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0);
+            (revision, text(rs, "/metadata/name"))
+        })
+}
+
 /// The pod to explain: the input Pod, or the pod a workload's controller would create from its template
 /// (docs/explain.md §1): the template's metadata, the workload's namespace, `generateName: <name>-`, and a
-/// controller owner reference (a Deployment's pods are owned by its ReplicaSet, named `<name>-explain` here).
-pub fn pod_of(value: &Value) -> Result<(Value, PodRef), ExplainError> {
+/// controller owner reference. A Deployment's pods are owned by its ReplicaSet: the newest one `cluster` holds
+/// ([`newest_replica_set`]), else one named `<name>-explain` that is not in the cluster state.
+pub fn pod_of(value: &Value, cluster: &FixtureCluster) -> Result<(Value, PodRef), ExplainError> {
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
     let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
     let namespace = str_at(value, "/metadata/namespace")
@@ -354,8 +415,15 @@ pub fn pod_of(value: &Value) -> Result<(Value, PodRef), ExplainError> {
     let uid = str_at(value, "/metadata/uid").unwrap_or_default();
     let api_version = str_at(value, "/apiVersion").unwrap_or_default();
     let owner = if kind == "Deployment" {
-        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{name}-explain"),
-               "uid": "", "controller": true, "blockOwnerDeletion": true})
+        let (rs_name, rs_uid) = match newest_replica_set(cluster, value) {
+            Some(rs) => (
+                str_at(rs, "/metadata/name").unwrap_or_default(),
+                str_at(rs, "/metadata/uid").unwrap_or_default(),
+            ),
+            None => (format!("{name}-explain"), String::new()),
+        };
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name,
+               "uid": rs_uid, "controller": true, "blockOwnerDeletion": true})
     } else {
         json!({"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
                "controller": true, "blockOwnerDeletion": true})
@@ -922,7 +990,7 @@ pub async fn explain(
     input: &Value,
     installed: &Installed,
 ) -> Result<Explanation, ExplainError> {
-    let (pod, at) = pod_of(input)?;
+    let (pod, at) = pod_of(input, &cluster)?;
     let bad =
         |what: &str| ExplainError::NoPod(format!("cannot build the {what} request for the pod"));
     let create = review_for(&pod, &at, "CREATE").ok_or_else(|| bad("CREATE"))?;
@@ -1114,4 +1182,56 @@ pub fn run(config: &ExplainConfig, stdin: impl Read) -> Result<Vec<u8>, ExplainE
             text
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(uid: &str) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "uid": uid},
+            "spec": {"template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}})
+    }
+
+    fn replica_set(name: &str, revision: &str, owner_uid: &str, controller: bool) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+                "annotations": {"deployment.kubernetes.io/revision": revision},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                    "uid": owner_uid, "controller": controller}]},
+            "spec": {}})
+    }
+
+    fn owner(pod: &Value) -> (&str, &str) {
+        let r = &pod["metadata"]["ownerReferences"][0];
+        (
+            r["name"].as_str().unwrap_or(""),
+            r["uid"].as_str().unwrap_or(""),
+        )
+    }
+
+    #[test]
+    fn a_deployment_s_pod_is_owned_by_its_newest_replica_set() {
+        let mut cluster = FixtureCluster::default();
+        for rs in [
+            replica_set("web-1", "9", "d-uid", true),
+            replica_set("web-2", "10", "d-uid", true),
+            // Not the Deployment's controller, or another Deployment of the same name (another uid).
+            replica_set("web-3", "11", "d-uid", false),
+            replica_set("web-4", "12", "other-uid", true),
+        ] {
+            cluster.insert(rs).unwrap();
+        }
+        let (pod, at) = pod_of(&deployment("d-uid"), &cluster).unwrap();
+        assert_eq!(owner(&pod), ("web-2", "uid-web-2"));
+        assert_eq!(at.name, "web-");
+        // Without a uid on the Deployment, by name: web-4 (revision 12) is then the newest.
+        let (pod, _) = pod_of(&deployment(""), &cluster).unwrap();
+        assert_eq!(owner(&pod).0, "web-4");
+        // None in the cluster state: the made-up `<deployment>-explain`.
+        let (pod, _) = pod_of(&deployment("d-uid"), &FixtureCluster::default()).unwrap();
+        assert_eq!(owner(&pod), ("web-explain", ""));
+    }
 }

@@ -315,6 +315,47 @@ async fn a_deployment_is_explained_as_the_pod_it_would_create() {
 }
 
 #[tokio::test]
+async fn a_deployment_s_pod_comes_from_its_newest_replica_set() {
+    // A WorkloadSpread targeting the Deployment finds it through the ReplicaSet the pod is owned by.
+    let stand_in = cluster(viewer());
+    install_shipped(&stand_in);
+    stand_in.put(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "cart", "namespace": "shop", "uid": "deploy-uid"},
+        "spec": {"selector": {"matchLabels": {"app": "cart"}},
+            "template": {"metadata": {"labels": {"app": "cart"}},
+                "spec": {"containers": [{"name": "cart", "image": "cart:2"}]}}}}));
+    for (name, revision) in [("cart-5d8f", "1"), ("cart-7c9b", "2")] {
+        stand_in.put(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+                "annotations": {"deployment.kubernetes.io/revision": revision},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "cart",
+                    "uid": "deploy-uid", "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"selector": {"matchLabels": {"app": "cart"}},
+                "template": {"metadata": {"labels": {"app": "cart"}},
+                    "spec": {"containers": [{"name": "cart", "image": "cart:2"}]}}}}));
+    }
+    stand_in.put(
+        json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "WorkloadSpread",
+        "metadata": {"name": "cart-zones", "namespace": "shop", "generation": 1},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "cart"},
+            "subsets": [
+                {"name": "zone-a", "maxReplicas": 2, "requiredNodeSelectorTerm":
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
+                {"name": "zone-b", "requiredNodeSelectorTerm":
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}}]},
+        "status": {"observedGeneration": 1, "versionedSubsetStatuses": {"versionIgnored": [
+            {"name": "zone-a", "replicas": 2, "missingReplicas": 0},
+            {"name": "zone-b", "replicas": 1, "missingReplicas": -1}]}}}),
+    );
+    let t = live_text(&stand_in, "deploy/cart", Some("shop")).await;
+    has_line(&t, "pod shop/cart- (from Deployment): create allowed");
+    has_line(
+        &t,
+        "workloadspread cart-zones: a new pod goes to subset zone-b; room left: zone-a 0, zone-b unlimited",
+    );
+}
+
+#[tokio::test]
 async fn a_target_not_found() {
     let stand_in = cluster(viewer());
     assert_eq!(
