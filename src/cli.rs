@@ -217,6 +217,28 @@ pub enum ExplainOutput {
 /// `kruise-webhook explain`.
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
+    /// Live mode: `<namespace>/<pod>`, or `<kind>/<name>` (pod, deployment, replicaset, statefulset, job,
+    /// cloneset, statefulset.apps.kruise.io or asts), read from the cluster with GET and LIST only.
+    #[arg(value_name = "TARGET", conflicts_with_all = ["pod", "objects"])]
+    pub target: Option<String>,
+    /// Live: the kubeconfig file; default as kubectl (KUBECONFIG, ~/.kube/config, then in-cluster).
+    #[arg(long, requires = "target", conflicts_with_all = ["pod", "objects"])]
+    pub kubeconfig: Option<PathBuf>,
+    /// Live: the kubeconfig context; default its current context.
+    #[arg(long, requires = "target", conflicts_with_all = ["pod", "objects"])]
+    pub context: Option<String>,
+    /// Live: the namespace of `<kind>/<name>`; default the context's namespace, else `default`.
+    #[arg(short = 'n', long, requires = "target", conflicts_with_all = ["pod", "objects"])]
+    pub namespace: Option<String>,
+    /// Live: the Kruise namespace, where the SidecarSets' ControllerRevisions live.
+    #[arg(long, default_value = "kruise-system")]
+    pub kruise_namespace: String,
+    /// Live: the MutatingWebhookConfiguration read as installed (as serve's flag).
+    #[arg(long, default_value = MUTATING_CONFIGURATION)]
+    pub mutating_webhook_configuration_name: String,
+    /// Live: the ValidatingWebhookConfiguration read as installed (as serve's flag).
+    #[arg(long, default_value = VALIDATING_CONFIGURATION)]
+    pub validating_webhook_configuration_name: String,
     /// Cluster state: YAML/JSON files (multi-document or List) or directories of them (repeatable).
     #[arg(long = "objects", value_name = "PATH")]
     pub objects: Vec<PathBuf>,

@@ -11,6 +11,7 @@ use crate::cli::{
     CertMode, Cli, Command, ExplainArgs, ExplainOutput, LogFormat, MUTATING_CONFIGURATION,
     ReviewArgs, ServeArgs, VALIDATING_CONFIGURATION,
 };
+use crate::explain::live::{LiveOptions, LiveTarget};
 
 /// A flag value that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -232,6 +233,21 @@ pub struct ExplainConfig {
     pub gates: FeatureGates,
     /// Text or JSON.
     pub output: ExplainOutput,
+    /// Live mode: a target given instead of `--pod`.
+    pub live: Option<Box<ExplainLiveConfig>>,
+}
+
+/// `explain <namespace>/<pod> | <kind>/<name>`, validated.
+#[derive(Debug, Clone)]
+pub struct ExplainLiveConfig {
+    /// What to explain.
+    pub target: LiveTarget,
+    /// `--kubeconfig`; `None`: `kube::Config::infer` (KUBECONFIG, ~/.kube/config, in-cluster).
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context`.
+    pub context: Option<String>,
+    /// The Kruise namespace and the configuration names.
+    pub options: LiveOptions,
 }
 
 /// `:8080` → [::]:8080 (every address, both families, as Go's `:8080`); `host:port` as given.
@@ -272,11 +288,32 @@ fn review_config(r: ReviewArgs) -> Result<ReviewConfig, ConfigError> {
 }
 
 fn explain_config(e: ExplainArgs) -> Result<ExplainConfig, ConfigError> {
+    let live = match &e.target {
+        Some(target) => Some(Box::new(ExplainLiveConfig {
+            target: LiveTarget::parse(target, e.namespace.as_deref())
+                .map_err(ConfigError::Conflict)?,
+            kubeconfig: e.kubeconfig.clone(),
+            context: e.context.clone(),
+            options: LiveOptions {
+                kruise_namespace: e.kruise_namespace.clone(),
+                mutating_configuration: object_name(
+                    "--mutating-webhook-configuration-name",
+                    e.mutating_webhook_configuration_name.clone(),
+                )?,
+                validating_configuration: object_name(
+                    "--validating-webhook-configuration-name",
+                    e.validating_webhook_configuration_name.clone(),
+                )?,
+            },
+        })),
+        None => None,
+    };
     Ok(ExplainConfig {
         objects: e.objects,
         pod: e.pod.filter(|p| p.as_os_str() != "-"),
         gates: FeatureGates::parse(&e.feature_gates)?,
         output: e.output,
+        live,
     })
 }
 

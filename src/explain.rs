@@ -34,8 +34,12 @@ use serde_json::{Value, json};
 
 use crate::cache;
 use crate::cli::ExplainOutput;
-use crate::config::ExplainConfig;
+use crate::config::{ExplainConfig, ExplainLiveConfig};
 use crate::review::{self, ReviewError};
+
+pub mod live;
+
+use live::{LiveError, LiveOptions, LiveTarget};
 
 /// Input that cannot be explained; printed as one line, exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +53,51 @@ pub enum ExplainError {
     /// The object has no pod to explain.
     #[error("{0}")]
     NoPod(String),
+    /// Live mode: the target not found, a read refused, the API server unreachable, no kubeconfig.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+}
+
+/// Which webhook configurations are taken as installed (docs/explain.md §1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Installed {
+    /// The ones shipped in `deploy/base` (files, and `--objects` without any configuration).
+    Shipped,
+    /// Every Mutating/ValidatingWebhookConfiguration among `--objects`.
+    Objects,
+    /// Live: exactly the two read by name (absent ones have no webhook), never OpenKruise's or another's.
+    Live {
+        /// `--mutating-webhook-configuration-name`.
+        mutating: String,
+        /// `--validating-webhook-configuration-name`.
+        validating: String,
+    },
+}
+
+impl Installed {
+    /// File mode: [`Installed::Objects`] when `--objects` holds a webhook configuration, else the shipped ones.
+    pub fn of_objects(cluster: &FixtureCluster) -> Self {
+        let any = cluster.objects().iter().any(|o| {
+            matches!(
+                o.get("kind").and_then(Value::as_str),
+                Some("MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration")
+            )
+        });
+        if any { Self::Objects } else { Self::Shipped }
+    }
+
+    /// Why a webhook none of the configurations has is not called, as the text says it.
+    fn not_installed(&self) -> String {
+        match self {
+            Self::Live {
+                mutating,
+                validating,
+            } => format!("not called: notInstalled: neither {mutating} nor {validating} has it"),
+            _ => {
+                "not called: notInstalled: no webhook configuration in --objects has it".to_owned()
+            }
+        }
+    }
 }
 
 /// Which pod is explained.
@@ -265,10 +314,71 @@ fn template_of(value: &Value) -> Option<&Value> {
     }
 }
 
+/// Revision annotation the Deployment controller sets on its ReplicaSets.
+const DEPLOYMENT_REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+
+/// The newest ReplicaSet of `cluster` the Deployment `deployment` controls (an owner reference with
+/// `controller: true` naming it: by uid, or by name when either side has no uid), by the
+/// `deployment.kubernetes.io/revision` annotation: the one its new pods come from.
+fn newest_replica_set<'c>(cluster: &'c FixtureCluster, deployment: &Value) -> Option<&'c Value> {
+    let text = |v: &'c Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let namespace = deployment
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default");
+    let name = deployment
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let uid = deployment
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    cluster
+        .objects()
+        .iter()
+        .map(|o| o.as_ref())
+        .filter(|rs| {
+            text(rs, "/apiVersion") == "apps/v1"
+                && text(rs, "/kind") == "ReplicaSet"
+                && match text(rs, "/metadata/namespace") {
+                    "" => "default",
+                    ns => ns,
+                } == namespace
+                && rs
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|r| {
+                        let ref_uid = text(r, "/uid");
+                        r.get("controller").and_then(Value::as_bool) == Some(true)
+                            && text(r, "/kind") == "Deployment"
+                            && text(r, "/apiVersion").starts_with("apps/")
+                            && if uid.is_empty() || ref_uid.is_empty() {
+                                text(r, "/name") == name
+                            } else {
+                                ref_uid == uid
+                            }
+                    })
+        })
+        .max_by_key(|rs| {
+            let revision: u64 = rs
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(DEPLOYMENT_REVISION_ANNOTATION))
+                .and_then(Value::as_str)
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0);
+            (revision, text(rs, "/metadata/name"))
+        })
+}
+
 /// The pod to explain: the input Pod, or the pod a workload's controller would create from its template
 /// (docs/explain.md §1): the template's metadata, the workload's namespace, `generateName: <name>-`, and a
-/// controller owner reference (a Deployment's pods are owned by its ReplicaSet, named `<name>-explain` here).
-pub fn pod_of(value: &Value) -> Result<(Value, PodRef), ExplainError> {
+/// controller owner reference. A Deployment's pods are owned by its ReplicaSet: the newest one `cluster` holds
+/// ([`newest_replica_set`]), else one named `<name>-explain` that is not in the cluster state.
+pub fn pod_of(value: &Value, cluster: &FixtureCluster) -> Result<(Value, PodRef), ExplainError> {
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
     let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
     let namespace = str_at(value, "/metadata/namespace")
@@ -305,8 +415,15 @@ pub fn pod_of(value: &Value) -> Result<(Value, PodRef), ExplainError> {
     let uid = str_at(value, "/metadata/uid").unwrap_or_default();
     let api_version = str_at(value, "/apiVersion").unwrap_or_default();
     let owner = if kind == "Deployment" {
-        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{name}-explain"),
-               "uid": "", "controller": true, "blockOwnerDeletion": true})
+        let (rs_name, rs_uid) = match newest_replica_set(cluster, value) {
+            Some(rs) => (
+                str_at(rs, "/metadata/name").unwrap_or_default(),
+                str_at(rs, "/metadata/uid").unwrap_or_default(),
+            ),
+            None => (format!("{name}-explain"), String::new()),
+        };
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name,
+               "uid": rs_uid, "controller": true, "blockOwnerDeletion": true})
     } else {
         json!({"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
                "controller": true, "blockOwnerDeletion": true})
@@ -379,23 +496,39 @@ fn review_for(pod: &Value, at: &PodRef, operation: &str) -> Option<AdmissionRevi
     admission::decode_review(&serde_json::to_vec(&review).ok()?).ok()
 }
 
-/// The webhooks of the Mutating/ValidatingWebhookConfigurations in `--objects`, by name, with their
-/// namespaceSelector and objectSelector (`{}` when absent, as the apiserver defaults them); `None` when there
-/// is no configuration among the objects (the shipped ones are then explained).
+/// The webhooks of the installed configurations, by name, with their namespaceSelector and objectSelector
+/// (`{}` when absent, as the apiserver defaults them); `None` for the shipped ones.
 fn installed_webhooks(
     cluster: &FixtureCluster,
+    installed: &Installed,
 ) -> Option<BTreeMap<String, (LabelSelector, LabelSelector)>> {
-    let mut found = false;
+    let ours = |kind: &str, name: &str| match installed {
+        Installed::Shipped => false,
+        Installed::Objects => matches!(
+            kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ),
+        Installed::Live {
+            mutating,
+            validating,
+        } => {
+            (kind == "MutatingWebhookConfiguration" && name == mutating)
+                || (kind == "ValidatingWebhookConfiguration" && name == validating)
+        }
+    };
+    if *installed == Installed::Shipped {
+        return None;
+    }
     let mut out = BTreeMap::new();
     for obj in cluster.objects() {
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-        if !matches!(
-            kind,
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
-        ) {
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !ours(kind, name) {
             continue;
         }
-        found = true;
         for w in obj
             .get("webhooks")
             .and_then(Value::as_array)
@@ -415,7 +548,7 @@ fn installed_webhooks(
             }
         }
     }
-    found.then_some(out)
+    Some(out)
 }
 
 /// Each webhook whose rules cover one of the pod's requests, and whether the apiserver calls it.
@@ -423,8 +556,9 @@ fn webhook_lines(
     cluster: &FixtureCluster,
     gates: &FeatureGates,
     requests: &[(&str, &str, &AdmissionReview)],
+    configurations: &Installed,
 ) -> Vec<WebhookLine> {
-    let installed = installed_webhooks(cluster);
+    let installed = installed_webhooks(cluster, configurations);
     let mut lines = Vec::new();
     for (operation, resource, review) in requests {
         let labels = review::namespace_labels(cluster, &review.request);
@@ -451,8 +585,7 @@ fn webhook_lines(
                             called: false,
                             reason: Some("notInstalled".to_owned()),
                             detail: None,
-                            message: "not called: notInstalled: no webhook configuration in --objects has it"
-                                .to_owned(),
+                            message: configurations.not_installed(),
                         });
                         continue;
                     }
@@ -850,13 +983,14 @@ fn native_sidecar_line(pod: &Value, after: &Value) -> Option<ContainersLine> {
     })
 }
 
-/// Explains the pod against the cluster.
+/// Explains the pod against the cluster, with the webhook configurations `installed`.
 pub async fn explain(
     cluster: Arc<FixtureCluster>,
     gates: &FeatureGates,
     input: &Value,
+    installed: &Installed,
 ) -> Result<Explanation, ExplainError> {
-    let (pod, at) = pod_of(input)?;
+    let (pod, at) = pod_of(input, &cluster)?;
     let bad =
         |what: &str| ExplainError::NoPod(format!("cannot build the {what} request for the pod"));
     let create = review_for(&pod, &at, "CREATE").ok_or_else(|| bad("CREATE"))?;
@@ -870,6 +1004,7 @@ pub async fn explain(
             ("DELETE", "pods", &delete),
             ("CREATE", "pods/eviction", &evict),
         ],
+        installed,
     );
     let reviewed = review::review_chain(cluster.clone(), gates, &create).await;
     let mut sidecar_sets = sidecar_set_lines(&cluster, &pod, &at, &reviewed.response);
@@ -942,19 +1077,103 @@ pub async fn explain(
     })
 }
 
+/// Live mode (docs/explain.md §1): reads a snapshot of the cluster through `client` (GET and LIST only) and
+/// explains `target` against it, the installed configurations being exactly the two `options` names.
+///
+/// # Errors
+/// [`ExplainError::Live`] when the target is not found or a read fails; [`ExplainError::NoPod`] for a target
+/// without a pod template.
+pub async fn live(
+    client: kube::Client,
+    target: &LiveTarget,
+    options: &LiveOptions,
+    gates: &FeatureGates,
+) -> Result<Explanation, ExplainError> {
+    let snapshot = live::snapshot(client, target, options).await?;
+    let installed = Installed::Live {
+        mutating: options.mutating_configuration.clone(),
+        validating: options.validating_configuration.clone(),
+    };
+    explain(
+        Arc::new(snapshot.cluster),
+        gates,
+        &snapshot.target,
+        &installed,
+    )
+    .await
+}
+
+/// The client of `--kubeconfig`/`--context`, else of `kube::Config::infer` (KUBECONFIG, ~/.kube/config,
+/// in-cluster), and the API server's URL.
+async fn live_client(config: &ExplainLiveConfig) -> Result<(kube::Client, String), LiveError> {
+    let unreadable = |e: &(dyn std::error::Error + 'static)| LiveError::Kubeconfig(live::causes(e));
+    let options = kube::config::KubeConfigOptions {
+        context: config.context.clone(),
+        ..Default::default()
+    };
+    let kube_config = match (&config.kubeconfig, &config.context) {
+        (Some(path), _) => {
+            let file = kube::config::Kubeconfig::read_from(path).map_err(|e| {
+                LiveError::Kubeconfig(format!("{}: {}", path.display(), live::causes(&e)))
+            })?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| {
+                    LiveError::Kubeconfig(format!("{}: {}", path.display(), live::causes(&e)))
+                })?
+        }
+        (None, Some(_)) => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| unreadable(&e))?,
+        (None, None) => kube::Config::infer().await.map_err(|e| unreadable(&e))?,
+    };
+    let server = kube_config.cluster_url.to_string();
+    let client = kube::Client::try_from(kube_config).map_err(|e| unreadable(&e))?;
+    Ok((client, server.trim_end_matches('/').to_owned()))
+}
+
 /// Reads the inputs, explains, returns the text or JSON to print.
 ///
 /// # Errors
-/// [`ExplainError`] for unreadable or malformed input.
+/// [`ExplainError`] for unreadable or malformed input, and in live mode a failed read.
 pub fn run(config: &ExplainConfig, stdin: impl Read) -> Result<Vec<u8>, ExplainError> {
-    let cluster = cache::load_objects(&config.objects)?;
-    let (source_name, bytes) = review::read_request(config.pod.as_ref(), stdin)?;
-    let input = review::decode_value(&source_name, &bytes)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| ExplainError::NoPod(format!("runtime: {e}")))?;
-    let explanation = runtime.block_on(explain(Arc::new(cluster), &config.gates, &input))?;
+    let explanation = match &config.live {
+        Some(live_config) => runtime.block_on(async {
+            let (client, server) = live_client(live_config).await?;
+            live(
+                client,
+                &live_config.target,
+                &live_config.options,
+                &config.gates,
+            )
+            .await
+            .map_err(|e| match e {
+                ExplainError::Live(LiveError::Unreachable { cause, .. }) => {
+                    ExplainError::Live(LiveError::Unreachable {
+                        server: Some(server),
+                        cause,
+                    })
+                }
+                other => other,
+            })
+        })?,
+        None => {
+            let cluster = cache::load_objects(&config.objects)?;
+            let (source_name, bytes) = review::read_request(config.pod.as_ref(), stdin)?;
+            let input = review::decode_value(&source_name, &bytes)?;
+            let installed = Installed::of_objects(&cluster);
+            runtime.block_on(explain(
+                Arc::new(cluster),
+                &config.gates,
+                &input,
+                &installed,
+            ))?
+        }
+    };
     Ok(match config.output {
         ExplainOutput::Text => explanation.text().into_bytes(),
         ExplainOutput::Json => {
@@ -963,4 +1182,56 @@ pub fn run(config: &ExplainConfig, stdin: impl Read) -> Result<Vec<u8>, ExplainE
             text
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(uid: &str) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "uid": uid},
+            "spec": {"template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}})
+    }
+
+    fn replica_set(name: &str, revision: &str, owner_uid: &str, controller: bool) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+                "annotations": {"deployment.kubernetes.io/revision": revision},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                    "uid": owner_uid, "controller": controller}]},
+            "spec": {}})
+    }
+
+    fn owner(pod: &Value) -> (&str, &str) {
+        let r = &pod["metadata"]["ownerReferences"][0];
+        (
+            r["name"].as_str().unwrap_or(""),
+            r["uid"].as_str().unwrap_or(""),
+        )
+    }
+
+    #[test]
+    fn a_deployment_s_pod_is_owned_by_its_newest_replica_set() {
+        let mut cluster = FixtureCluster::default();
+        for rs in [
+            replica_set("web-1", "9", "d-uid", true),
+            replica_set("web-2", "10", "d-uid", true),
+            // Not the Deployment's controller, or another Deployment of the same name (another uid).
+            replica_set("web-3", "11", "d-uid", false),
+            replica_set("web-4", "12", "other-uid", true),
+        ] {
+            cluster.insert(rs).unwrap();
+        }
+        let (pod, at) = pod_of(&deployment("d-uid"), &cluster).unwrap();
+        assert_eq!(owner(&pod), ("web-2", "uid-web-2"));
+        assert_eq!(at.name, "web-");
+        // Without a uid on the Deployment, by name: web-4 (revision 12) is then the newest.
+        let (pod, _) = pod_of(&deployment(""), &cluster).unwrap();
+        assert_eq!(owner(&pod).0, "web-4");
+        // None in the cluster state: the made-up `<deployment>-explain`.
+        let (pod, _) = pod_of(&deployment("d-uid"), &FixtureCluster::default()).unwrap();
+        assert_eq!(owner(&pod), ("web-explain", ""));
+    }
 }

@@ -36,7 +36,8 @@ fn main() -> ExitCode {
             }
         }
         Mode::Explain(explain) => {
-            let _ = kruise_webhook::telemetry::init(config.log_format, "warn");
+            // A failed read is explain's one line on stderr (docs/explain.md §3): kube's own logs of it stay off.
+            let _ = kruise_webhook::telemetry::init(config.log_format, "warn,kube_client=off");
             match kruise_webhook::explain::run(&explain, std::io::stdin().lock()) {
                 Ok(out) => {
                     use std::io::Write;

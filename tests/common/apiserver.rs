@@ -124,6 +124,18 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "",
         "CustomResourceDefinitionList",
     ),
+    // What `explain` reads live (docs/explain.md §1): Jobs, and the webhook configurations (cluster-scoped).
+    ("/apis/batch/v1/jobs", "jobs", "JobList"),
+    (
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        "",
+        "MutatingWebhookConfigurationList",
+    ),
+    (
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        "",
+        "ValidatingWebhookConfigurationList",
+    ),
 ];
 
 /// `<resource>.<group>` of a collection path, for the API server's texts.
@@ -172,6 +184,9 @@ struct State {
     unexpected: Vec<String>,
     /// Requests refused by RBAC, as the API server's message.
     forbidden: Vec<String>,
+    /// Path prefixes (`/apis/<group>/<version>`) of versions the cluster does not serve: every request under
+    /// one is answered 404, as for a CRD without that version.
+    unserved: Vec<String>,
     /// Down: every request fails as a refused connection, and is listed in `refused`.
     down: bool,
     /// Requests refused while down, as `METHOD path`.
@@ -470,6 +485,12 @@ impl StandIn {
         self.lock().down = false;
     }
 
+    /// The cluster stops serving `group_version` (`apps.kruise.io/v1beta1`): every request under it is
+    /// answered 404 (objects stored at it stay, unseen), as in a cluster whose CRDs lack that version.
+    pub fn unserve(&self, group_version: &str) {
+        self.lock().unserved.push(format!("/apis/{group_version}/"));
+    }
+
     /// Every request refused while down, as `METHOD path`.
     pub fn refused(&self) -> Vec<String> {
         self.lock().refused.clone()
@@ -516,6 +537,18 @@ impl StandIn {
             }
             state.events_posted.push(event.clone());
             return respond(StatusCode::CREATED, event.to_string());
+        }
+        if self
+            .lock()
+            .unserved
+            .iter()
+            .any(|prefix| path.starts_with(prefix.as_str()))
+        {
+            return failure(
+                StatusCode::NOT_FOUND,
+                "NotFound",
+                "the server could not find the requested resource",
+            );
         }
         let Some((collection, namespace, name, sub)) = route(&path) else {
             return self.unknown(&parts.method, &parts.uri);
