@@ -180,6 +180,9 @@ pub struct BudgetLine {
     pub deletion: Option<Answer>,
     /// What an eviction would get (`null` for a template's pod).
     pub eviction: Option<Answer>,
+    /// Whether the PUB gates the pod's disruptions: false for a stored pod without
+    /// `pub.kruise.io/related-pub` (mpod.kb.io writes it at admission; the gate reads nothing else).
+    pub guards: bool,
     /// The text line's last part.
     pub message: String,
 }
@@ -842,7 +845,12 @@ async fn budget_line(
         .find(|b| b.metadata.name.as_deref() == Some(name.as_str()));
     let status = budget.and_then(|b| b.status.clone()).unwrap_or_default();
     let [deletion, eviction] = answers;
+    let guards = at.from != "Pod"
+        || [RELATED_PUB_ANNOTATION, DEPRECATED_RELATED_PUB_ANNOTATION]
+            .iter()
+            .any(|k| annotations.get(*k).is_some_and(|v| !v.is_empty()));
     let mut line = BudgetLine {
+        guards,
         name,
         unavailable_allowed: status.unavailable_allowed,
         current_available: status.current_available,
@@ -856,10 +864,17 @@ async fn budget_line(
 }
 
 fn budget_message(b: &BudgetLine) -> String {
-    let mut message = format!(
-        "guards the pod: {} disruption(s) allowed now ({} available, {} desired)",
-        b.unavailable_allowed, b.current_available, b.desired_available
-    );
+    let mut message = if b.guards {
+        format!(
+            "guards the pod: {} disruption(s) allowed now ({} available, {} desired)",
+            b.unavailable_allowed, b.current_available, b.desired_available
+        )
+    } else {
+        format!(
+            "selects the pod but does not guard it: the pod has no {RELATED_PUB_ANNOTATION} annotation, which mpod.kb.io writes when it admits a pod (created without the webhook, or before the PUB); recreate the pod to protect it ({} disruption(s) allowed now)",
+            b.unavailable_allowed
+        )
+    };
     if let Some(d) = &b.deletion {
         message.push_str(&format!("; {}", answer_text("deletion", d)));
     }
@@ -1023,9 +1038,11 @@ pub async fn explain(
             line.injected = false;
         }
     }
-    // The pod as the apiserver would store it: as given when it already went through mpod.kb.io (it carries
-    // the related-pub annotation), else as the CREATE chain leaves it.
-    let stored = if labels_at(&pod, "annotations").contains_key(RELATED_PUB_ANNOTATION) {
+    // The pod as the apiserver stores it: read live, as it is; from a file, as given when it already went
+    // through mpod.kb.io (it carries the related-pub annotation), else as the CREATE chain leaves it.
+    let live_pod = matches!(installed, Installed::Live { .. }) && at.from == "Pod";
+    let stored = if live_pod || labels_at(&pod, "annotations").contains_key(RELATED_PUB_ANNOTATION)
+    {
         pod.clone()
     } else {
         patched(&pod, &reviewed.response)

@@ -77,6 +77,12 @@ const COLLECTIONS: &[(&str, &str, &str)] = &[
         "clonesets",
         "CloneSetList",
     ),
+    // CloneSets at v1beta1 too (master's storage version): a v1beta1 object is kept apart from v1alpha1 ones.
+    (
+        "/apis/apps.kruise.io/v1beta1/clonesets",
+        "clonesets",
+        "CloneSetList",
+    ),
     // The same kinds at v1alpha1, the only version OpenKruise 1.8's CRDs serve (DECISIONS 25): objects are
     // stored per version, as in a cluster that serves only that one.
     (
