@@ -554,6 +554,35 @@ fn installed_webhooks(
     Some(out)
 }
 
+/// The webhooks the apiserver calls for `request` under the configurations taken as installed, mutating
+/// first: the chain `review` runs ([`review::webhooks_for`]), judged as [`webhook_lines`] judges them.
+fn called_specs(
+    cluster: &FixtureCluster,
+    gates: &FeatureGates,
+    request: &kruise_webhooks::admission::AdmissionRequest,
+    configurations: &Installed,
+) -> Vec<&'static registry::WebhookSpec> {
+    let Some(installed) = installed_webhooks(cluster, configurations) else {
+        return review::webhooks_for(cluster, gates, request);
+    };
+    let labels = review::namespace_labels(cluster, request);
+    let mut specs: Vec<&'static registry::WebhookSpec> = Vec::new();
+    for spec in registry::registered(gates, registry::Served::ALL) {
+        let called = spec.rules_match(request)
+            && installed.get(spec.name).is_some_and(|(ns, obj)| {
+                matches!(
+                    spec.call_with(request, labels.as_ref(), ns, obj),
+                    Call::Called
+                )
+            });
+        if called && !specs.iter().any(|s| s.name == spec.name) {
+            specs.push(spec);
+        }
+    }
+    specs.sort_by_key(|s| !s.mutating);
+    specs
+}
+
 /// Each webhook whose rules cover one of the pod's requests, and whether the apiserver calls it.
 fn webhook_lines(
     cluster: &FixtureCluster,
@@ -809,6 +838,7 @@ async fn budget_line(
     gates: &FeatureGates,
     pod: &Value,
     at: &PodRef,
+    installed: &Installed,
 ) -> Option<BudgetLine> {
     let budgets = cluster.pod_unavailable_budgets_in(&at.namespace);
     let labels = labels_at(pod, "labels");
@@ -830,7 +860,8 @@ async fn budget_line(
             let Some(review) = review_for(pod, at, op) else {
                 continue;
             };
-            let reviewed = review::review_chain(with_pod.clone(), gates, &review).await;
+            let specs = called_specs(&with_pod, gates, &review.request, installed);
+            let reviewed = review::review_chain_of(with_pod.clone(), gates, &review, specs).await;
             for w in &reviewed.status_writes {
                 if let StatusIntent::BudgetSpend(spend) = w {
                     name = spend.budget.metadata.name.clone().or(name);
@@ -1021,7 +1052,8 @@ pub async fn explain(
         ],
         installed,
     );
-    let reviewed = review::review_chain(cluster.clone(), gates, &create).await;
+    let specs = called_specs(&cluster, gates, &create.request, installed);
+    let reviewed = review::review_chain_of(cluster.clone(), gates, &create, specs).await;
     let mut sidecar_sets = sidecar_set_lines(&cluster, &pod, &at, &reviewed.response);
     // Injection happens in mpod.kb.io: when the apiserver does not call it, that is every SidecarSet's first
     // reason (a SidecarSet that would otherwise select the pod is the usual "my sidecar was not injected").
@@ -1047,7 +1079,7 @@ pub async fn explain(
     } else {
         patched(&pod, &reviewed.response)
     };
-    let mut pod_unavailable_budget = budget_line(&cluster, gates, &stored, &at).await;
+    let mut pod_unavailable_budget = budget_line(&cluster, gates, &stored, &at, installed).await;
     // With the configurations as installed, a disruption no webhook is called for is simply allowed.
     if let Some(budget) = &mut pod_unavailable_budget {
         let uncalled = |operation: &str, resource: &str| {

@@ -145,8 +145,20 @@ pub async fn review_chain(
     gates: &FeatureGates,
     review: &AdmissionReview,
 ) -> Reviewed {
+    let specs = webhooks_for(&cluster, gates, &review.request);
+    review_chain_of(cluster, gates, review, specs).await
+}
+
+/// [`review_chain`] through `specs` (mutating first), the webhooks the caller found called (`explain`, under
+/// the configurations as installed).
+pub async fn review_chain_of(
+    cluster: Arc<FixtureCluster>,
+    gates: &FeatureGates,
+    review: &AdmissionReview,
+    specs: Vec<&'static WebhookSpec>,
+) -> Reviewed {
     let mut status_writes = Vec::new();
-    let response = run_chain(cluster, gates, review, &mut status_writes).await;
+    let response = run_chain(cluster, gates, review, specs, &mut status_writes).await;
     Reviewed {
         placement: placement_of(&review.request, &response),
         response,
@@ -158,9 +170,9 @@ async fn run_chain(
     cluster: Arc<FixtureCluster>,
     gates: &FeatureGates,
     review: &AdmissionReview,
+    specs: Vec<&'static WebhookSpec>,
     status_writes: &mut Vec<StatusIntent>,
 ) -> AdmissionResponse {
-    let specs = webhooks_for(&cluster, gates, &review.request);
     let view = Cluster::Fixture(cluster);
     // A repeatable draw per request (fixed hasher keys, the request's uid), so `review` answers the same twice.
     let random = {

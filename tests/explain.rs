@@ -118,7 +118,9 @@ fn scenario_2b_configurations_as_installed_in_objects() {
     );
     has_line(
         &t,
-        "podunavailablebudget web-pub: guards the pod: 1 disruption(s) allowed now (3 available, 2 desired); deletion allowed (no webhook is called for it); eviction allowed",
+        // mpod.kb.io not called: the pod is created without the related-pub annotation, which is all the gate
+        // reads, so its PUB does not guard it (the whole chain follows the configurations as installed).
+        "podunavailablebudget web-pub: selects the pod but does not guard it: the pod has no pub.kruise.io/related-pub annotation, which mpod.kb.io writes when it admits a pod (created without the webhook, or before the PUB); recreate the pod to protect it (1 disruption(s) allowed now); deletion allowed (no webhook is called for it); eviction allowed",
     );
 }
 
