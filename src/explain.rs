@@ -1029,6 +1029,18 @@ fn native_sidecar_line(pod: &Value, after: &Value) -> Option<ContainersLine> {
     })
 }
 
+/// Whether `input` is a workload the cluster state does not hold.
+fn workload_missing(cluster: &FixtureCluster, input: &Value, at: &PodRef) -> bool {
+    if at.from == "Pod" {
+        return false;
+    }
+    let text = |p: &str| input.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let group = text("/apiVersion").split_once('/').map_or("", |(g, _)| g);
+    cluster
+        .object(group, text("/kind"), &at.namespace, text("/metadata/name"))
+        .is_none()
+}
+
 /// Explains the pod against the cluster, with the webhook configurations `installed`.
 pub async fn explain(
     cluster: Arc<FixtureCluster>,
@@ -1037,6 +1049,15 @@ pub async fn explain(
     installed: &Installed,
 ) -> Result<Explanation, ExplainError> {
     let (pod, at) = pod_of(input, &cluster)?;
+    // A workload explained from a file and missing from --objects is added to a copy of the cluster state: its
+    // pod's owner is resolved through it (a PUB's targetRef, a WorkloadSpread's target).
+    let cluster = if workload_missing(&cluster, input, &at) {
+        let mut with = (*cluster).clone();
+        let _ = with.insert(input.clone());
+        Arc::new(with)
+    } else {
+        cluster
+    };
     let bad =
         |what: &str| ExplainError::NoPod(format!("cannot build the {what} request for the pod"));
     let create = review_for(&pod, &at, "CREATE").ok_or_else(|| bad("CREATE"))?;

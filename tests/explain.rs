@@ -252,6 +252,12 @@ fn scenarios_13_and_14_the_budget_and_what_a_disruption_gets() {
     assert_eq!(b["unavailableAllowed"], 1);
     assert_eq!(b["deletion"]["allowed"], true);
     assert_eq!(b["eviction"]["allowed"], true);
+    assert_eq!(b["guards"], true);
+    // By targetRef: a CloneSet's pod (the CloneSet not in --objects: it is added, so the owner resolves).
+    has_line(
+        &text("cloneset"),
+        "podunavailablebudget cart-pub: guards the pod: 2 disruption(s) allowed now (4 available, 2 desired)",
+    );
 }
 
 #[test]
