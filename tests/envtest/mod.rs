@@ -624,9 +624,18 @@ fn kubectl(
     args: &[&str],
     stdin: Option<&str>,
 ) -> Result<String, String> {
+    // A discovery cache of this control plane's own (beside its kubeconfig): kubectl's default one is keyed
+    // by host:port, so a plane on a port an earlier plane used (other CRD versions) read stale discovery and
+    // asked for a version this one does not serve.
+    let cache = kubeconfig.parent().map_or_else(
+        || PathBuf::from("kubectl-cache"),
+        |d| d.join("kubectl-cache"),
+    );
     let mut child = Command::new(assets.join("kubectl"))
         .arg("--kubeconfig")
         .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(&cache)
         .args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()
