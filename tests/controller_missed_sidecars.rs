@@ -266,3 +266,88 @@ async fn missed_pods_are_counted_and_told_once_each() {
         stand_in.events()
     );
 }
+
+/// `sidecarset_pods_missing_sidecars{sidecarset=<set>}`, if exported.
+fn count(metrics: &Metrics, set: &str) -> Option<String> {
+    let prefix = format!("sidecarset_pods_missing_sidecars{{sidecarset=\"{set}\"}} ");
+    metrics
+        .encode()
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+}
+
+/// The index follows Namespace labels (scenario 6), SidecarSet edits, and canaries (scenario 9): a deleted
+/// canary leaves its base missed, an edited selector moves the count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_count_follows_namespaces_edits_and_canaries() {
+    kruise_webhook::install_crypto_provider();
+    let stand_in = StandIn::new();
+    let team = |label: &str| {
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "team", "labels": {"team": label}}})
+    };
+    stand_in.put(team("a"));
+    let mut pinned = sidecar_set_of("ns-log", ("app", "api"), false);
+    pinned["spec"]["namespaceSelector"] = json!({"matchLabels": {"team": "a"}});
+    stand_in.put(pinned);
+    stand_in.put(sidecar_set_of("base", ("app", "api"), false));
+    let mut canary = sidecar_set_of("base-canary", ("canary", "yes"), false);
+    canary["metadata"]["annotations"] = json!({"apps.kruise.io/sidecarset-canary": "true",
+        "apps.kruise.io/sidecarset-base": "base"});
+    stand_in.put(canary);
+    stand_in.put(pod("team", "api-0", "api", None));
+    let mut canaried = pod("team", "api-1", "api", None);
+    canaried["metadata"]["labels"]["canary"] = json!("yes");
+    stand_in.put(canaried);
+
+    let cache = LiveCache::start(stand_in.client(), Some("kruise-system"), false);
+    common::replica::synced(cache.clone()).await;
+    let metrics = Metrics::new();
+    let (_leader, leading) = watch::channel(true);
+    let running = start(&stand_in, &cache, &metrics, leading);
+    let counts = |wanted: [(&str, &str); 3]| {
+        wanted
+            .iter()
+            .all(|(set, n)| count(&metrics, set).as_deref() == Some(*n))
+    };
+    until("the first counts", || {
+        counts([("ns-log", "2"), ("base", "1"), ("base-canary", "1")])
+    })
+    .await;
+    // The namespace relabelled out of ns-log's namespaceSelector, and back.
+    stand_in.put(team("b"));
+    until("ns-log's pods gone with the namespace's label", || {
+        counts([("ns-log", "0"), ("base", "1"), ("base-canary", "1")])
+    })
+    .await;
+    stand_in.put(team("a"));
+    until("ns-log's pods back", || {
+        counts([("ns-log", "2"), ("base", "1"), ("base-canary", "1")])
+    })
+    .await;
+    // The canary deleted: its pod now missed the base.
+    assert!(stand_in.remove("SidecarSet", "", "base-canary"));
+    until("the base counts the canary's pod", || {
+        count(&metrics, "base").as_deref() == Some("2") && count(&metrics, "base-canary").is_none()
+    })
+    .await;
+    // The base's selector edited (the same generation, as the stand-in keeps it): its pods leave.
+    stand_in.put(sidecar_set_of("base", ("app", "other"), false));
+    until("the edited base", || {
+        count(&metrics, "base").as_deref() == Some("0")
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        stand_in.unexpected().is_empty(),
+        "{:?}",
+        stand_in.unexpected()
+    );
+    // Each pod told once, naming what it missed then.
+    let mut told: Vec<String> = events(&stand_in, "SidecarSetNotInjected")
+        .iter()
+        .map(|e| e["involvedObject"]["name"].as_str().unwrap_or("").to_owned())
+        .collect();
+    told.sort();
+    assert_eq!(told, ["api-0", "api-1"]);
+}

@@ -6,23 +6,28 @@
 //! AlreadyExists means it was told already: once per pod, across SidecarSets, restarts and leaders), and a
 //! Warning event `PodsNotInjected` on the SidecarSet when its count grows.
 //!
-//! It reconciles SidecarSets, on the stores the pod webhook reads (the SidecarSet candidate index, pods,
-//! Namespaces): a SidecarSet when it changes; when a pod starts or stops missing it (each pod change is decided
-//! once against its candidates and compared with what the pod missed before, so a pod's status updates
-//! trigger nothing); and, if it has a `namespaceSelector`, when a Namespace changes. One reconcile goes over
-//! every pod of the store: the SidecarSet's own selectors first (a few label lookups a pod, so 1,000
-//! SidecarSets over 10,000 pods stay cheap), the pod's whole decision (its other candidates, canaries) only
-//! for the pods they select; so the count is recomputed, never drifted.
+//! It keeps an index of which pods missed which SidecarSets, on the stores the pod webhook reads (the SidecarSet
+//! candidate index, pods, Namespaces), and reconciles SidecarSets from it:
+//! - filled once per term (and after a relist of pods) by deciding every pod against its own candidates
+//!   (10,000 pods and 1,000 SidecarSets: one decision a pod, not one a pod and SidecarSet);
+//! - a pod change decides that pod again and reconciles only the SidecarSets it started or stopped missing (a
+//!   status update triggers nothing); a Namespace change decides that namespace's pods again;
+//! - a SidecarSet whose selection changed (its uid, selectors, paused flag or canary base: a new or edited one)
+//!   has the pods it selects, and those it had, decided again, and its canary base with it; a deleted one
+//!   leaves every pod's entry, and its canary base is decided again.
+//!
+//! A reconcile of a SidecarSet reads its pods from the index: the gauge, the pods' events, the SidecarSet's.
 //!
 //! Runs beside OpenKruise too: it writes events only, and in that mode our pod webhook is the one injecting.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
 use kube::core::ApiResource;
 use kube::runtime::reflector::ObjectRef;
@@ -55,17 +60,115 @@ pub struct MissedError {
     source: kube::Error,
 }
 
-/// What the controller remembers between reconciles (the API server's events are the truth; this only
-/// saves asking again).
+/// A pod, by namespace and name.
+type PodKey = (String, String);
+
+/// What a SidecarSet selects with, for telling an edited one: its uid, selector, namespaceSelector, paused
+/// flag and canary base (compared whole: no API server's generation is needed to see the edit).
+#[derive(Debug, Clone, PartialEq)]
+struct Selection {
+    uid: Option<String>,
+    selector: Option<LabelSelector>,
+    namespace_selector: Option<LabelSelector>,
+    paused: bool,
+    canary_base: Option<String>,
+}
+
+fn selection(set: &SidecarSet) -> Selection {
+    Selection {
+        uid: set.metadata.uid.clone(),
+        selector: set.spec.selector.clone(),
+        namespace_selector: set.spec.namespace_selector.clone(),
+        paused: set.spec.injection_strategy.paused,
+        canary_base: set.canary_base().map(str::to_owned),
+    }
+}
+
+/// The index of pods that missed SidecarSets, and what the controller told (the API server's events are the
+/// truth; this only saves asking again).
 #[derive(Default)]
 struct Memory {
-    /// The SidecarSets each pod (`namespace`, `name`) missed when last decided: what its next change or its
-    /// deletion triggers besides the sets it misses then.
-    pods: HashMap<(String, String), Vec<String>>,
+    /// Whether `pods` and `by_set` were filled from the whole pod store this term (a relist of pods clears it).
+    filled: bool,
+    /// The SidecarSets each pod missed (a pod that missed none is absent).
+    pods: HashMap<PodKey, Vec<String>>,
+    /// The pods that missed each SidecarSet.
+    by_set: HashMap<String, BTreeSet<PodKey>>,
+    /// The selection each SidecarSet's pods were last decided with.
+    decided: HashMap<String, Selection>,
     /// The uids of the pods whose event is recorded (or found recorded): forgotten when the pod is deleted.
     reported: HashSet<String>,
     /// Per SidecarSet, the count last told on it.
     told: HashMap<String, usize>,
+}
+
+impl Memory {
+    /// Records that `pod` missed `now`: the SidecarSets it started or stopped missing.
+    fn record(&mut self, key: PodKey, now: Vec<String>) -> Vec<String> {
+        let before = if now.is_empty() {
+            self.pods.remove(&key)
+        } else {
+            self.pods.insert(key.clone(), now.clone())
+        }
+        .unwrap_or_default();
+        let mut changed = Vec::new();
+        for set in before.iter().filter(|s| !now.contains(s)) {
+            if let Some(pods) = self.by_set.get_mut(set) {
+                pods.remove(&key);
+            }
+            changed.push(set.clone());
+        }
+        for set in now.iter().filter(|s| !before.contains(s)) {
+            self.by_set
+                .entry(set.clone())
+                .or_default()
+                .insert(key.clone());
+            changed.push(set.clone());
+        }
+        changed
+    }
+
+    /// Fills the index from every pod of `pods`, every SidecarSet of `sets` taken as decided.
+    fn fill(&mut self, finder: &Finder, pods: &[Arc<SlimPod>], sets: &[Arc<SidecarSet>]) {
+        self.pods.clear();
+        self.by_set.clear();
+        for pod in pods {
+            let missed = finder.missed_by(pod);
+            if !missed.is_empty() {
+                self.record(pod_key(pod), missed);
+            }
+        }
+        self.decided = sets
+            .iter()
+            .map(|s| (s.name().to_owned(), selection(s)))
+            .collect();
+        self.filled = true;
+    }
+
+    /// Decides again the pods `set` selects and those it had: the SidecarSets whose pods changed.
+    fn redecide(
+        &mut self,
+        finder: &Finder,
+        pods: &[Arc<SlimPod>],
+        set: &SidecarSet,
+    ) -> Vec<String> {
+        let had = self.by_set.get(set.name()).cloned().unwrap_or_default();
+        let mut changed = Vec::new();
+        for pod in pods {
+            let key = pod_key(pod);
+            if had.contains(&key) || finder.selects(pod, set) {
+                changed.extend(self.record(key, finder.missed_by(pod)));
+            }
+        }
+        // Pods of the index no longer in the store (their deletion not seen yet).
+        for key in had {
+            if !pods.iter().any(|p| pod_key(p) == key) {
+                changed.extend(self.record(key, Vec::new()));
+            }
+        }
+        self.decided.insert(set.name().to_owned(), selection(set));
+        changed
+    }
 }
 
 /// What decides whether a pod missed a SidecarSet: the pod webhook's stores.
@@ -113,22 +216,18 @@ impl Finder {
         })
     }
 
-    /// The SidecarSets `pod` missed, when `set` is among them: `set`'s own tests first (not injected, its
-    /// selectors match), the whole decision only then.
-    fn missed_with(&self, pod: &SlimPod, set: &SidecarSet) -> Option<Vec<String>> {
+    /// Whether `set`'s own tests pick `pod` (not paused, not injected, its selectors match): the pods whose
+    /// whole decision an edited `set` can change.
+    fn selects(&self, pod: &SlimPod, set: &SidecarSet) -> bool {
         if set.spec.injection_strategy.paused
             || !self.eligible(pod)
             || is_pod_injected(pod, set.name())
         {
-            return None;
+            return false;
         }
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let labels = self.namespace_labels(namespace);
-        if !select::pod_matches(set, &pod.labels.to_btree(), labels.as_ref()).unwrap_or(false) {
-            return None;
-        }
-        let missed = self.missed_by(pod);
-        missed.iter().any(|s| s == set.name()).then_some(missed)
+        select::pod_matches(set, &pod.labels.to_btree(), labels.as_ref()).unwrap_or(false)
     }
 }
 
@@ -227,40 +326,36 @@ impl MissedSidecarsController {
     /// recorded again).
     pub async fn handle(&self, set: &SidecarSet) -> Result<usize, MissedError> {
         let name = set.name().to_owned();
-        let mut missing: Vec<(Arc<SlimPod>, Vec<String>)> = self
-            .pods
-            .store()
-            .state()
-            .into_iter()
-            .filter_map(|pod| {
-                let missed = self.finder.missed_with(&pod, set)?;
-                Some((pod, missed))
-            })
-            .collect();
-        missing.sort_by_key(|(pod, _)| pod_key(pod));
-        let count = missing.len();
-        self.metrics
-            .sidecarset_missing
-            .get_or_create(&SidecarSetLabels {
-                sidecarset: name.clone(),
-            })
-            .set(i64::try_from(count).unwrap_or(i64::MAX));
-        // What the pod triggers remember: this set for exactly the pods missing it now; and whom to tell.
-        let (to_tell, told) = {
+        // The pods that missed `set`, from the index (filled, or decided again for an edited `set`), with every
+        // SidecarSet each missed; and whom to tell.
+        let (missing, to_tell, told) = {
             let mut memory = self.memory();
-            let now: HashSet<(String, String)> = missing.iter().map(|(p, _)| pod_key(p)).collect();
-            memory.pods.retain(|key, sets| {
-                if !now.contains(key) {
-                    sets.retain(|s| *s != name);
-                }
-                !sets.is_empty()
-            });
-            for key in &now {
-                let sets = memory.pods.entry(key.clone()).or_default();
-                if !sets.contains(&name) {
-                    sets.push(name.clone());
+            if !memory.filled {
+                let sets = self.finder.sets.set_store().store().state();
+                memory.fill(&self.finder, &self.pods.store().state(), &sets);
+            } else if memory.decided.get(&name) != Some(&selection(set)) {
+                let pods = self.pods.store().state();
+                memory.redecide(&self.finder, &pods, set);
+                // A canary replaces its base where both select a pod: the base's pods change with it.
+                if let Some(base) = set
+                    .canary_base()
+                    .and_then(|b| self.finder.sets.sidecar_set(b))
+                {
+                    memory.redecide(&self.finder, &pods, &base);
                 }
             }
+            let store = self.pods.store();
+            let missing: Vec<(Arc<SlimPod>, Vec<String>)> = memory
+                .by_set
+                .get(&name)
+                .into_iter()
+                .flatten()
+                .filter_map(|(namespace, pod)| {
+                    let found = store.get(&ObjectRef::new(pod).within(namespace))?;
+                    let sets = memory.pods.get(&(namespace.clone(), pod.clone()))?.clone();
+                    Some((found, sets))
+                })
+                .collect();
             let to_tell: Vec<(String, String, ObjectReference, String)> = missing
                 .iter()
                 .filter_map(|(pod, sets)| {
@@ -273,8 +368,19 @@ impl MissedSidecarsController {
                     Some((uid, event, pod_reference(pod), missed::pod_message(sets)))
                 })
                 .collect();
-            (to_tell, memory.told.get(&name).copied().unwrap_or(0))
+            (
+                missing,
+                to_tell,
+                memory.told.get(&name).copied().unwrap_or(0),
+            )
         };
+        let count = missing.len();
+        self.metrics
+            .sidecarset_missing
+            .get_or_create(&SidecarSetLabels {
+                sidecarset: name.clone(),
+            })
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
         // One event a pod, at most EVENT_WRITES at a time.
         let recorder = &self.recorder;
         let results: Vec<(String, Result<bool, kube::Error>)> =
@@ -373,58 +479,82 @@ impl Reconciler for MissedSidecarsController {
 
     fn triggers(&self) -> Triggers<SidecarSet> {
         let set_store = self.finder.sets.set_store().clone();
-        let (finder, memory) = (self.finder.clone(), self.memory.clone());
-        let (gauge, forget) = (self.metrics.sidecarset_missing.clone(), self.memory.clone());
-        let with_selector = set_store.store().clone();
+        let (gauge, memory) = (self.metrics.sidecarset_missing.clone(), self.memory.clone());
+        let on_pods = (self.finder.clone(), self.memory.clone());
+        let on_namespaces = (self.finder.clone(), self.memory.clone(), self.pods.clone());
         Triggers::new(&set_store)
-            // A deleted SidecarSet is not reconciled (it is gone): its count and memory go here.
+            // A deleted SidecarSet is not reconciled (it is gone): it leaves the index here, its count goes,
+            // and its canary base, which it no longer replaces, is decided again.
             .watches_changes(&set_store, move |change| {
-                if let Change::Deleted(set) = change {
-                    gauge.remove(&SidecarSetLabels {
-                        sidecarset: set.name().to_owned(),
-                    });
-                    let mut memory = forget.lock().unwrap_or_else(|p| p.into_inner());
-                    memory.told.remove(set.name());
+                let Change::Deleted(set) = change else {
+                    return Vec::new();
+                };
+                gauge.remove(&SidecarSetLabels {
+                    sidecarset: set.name().to_owned(),
+                });
+                let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
+                memory.told.remove(set.name());
+                memory.decided.remove(set.name());
+                for key in memory.by_set.remove(set.name()).unwrap_or_default() {
+                    let rest: Vec<String> = memory
+                        .pods
+                        .get(&key)
+                        .into_iter()
+                        .flatten()
+                        .filter(|s| *s != set.name())
+                        .cloned()
+                        .collect();
+                    memory.record(key, rest);
                 }
-                Vec::new()
+                match set.canary_base() {
+                    Some(base) => {
+                        memory.decided.remove(base);
+                        vec![ObjectRef::new(base)]
+                    }
+                    None => Vec::new(),
+                }
             })
             .watches_changes(&self.pods, move |change| {
-                let (key, now) = match change {
-                    Change::Applied(pod) => (pod_key(pod), finder.missed_by(pod)),
+                let (finder, memory) = &on_pods;
+                let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
+                let changed = match change {
+                    // Filled from the new list at the next reconcile (every SidecarSet is reconciled).
+                    Change::Relisted => {
+                        memory.filled = false;
+                        return Vec::new();
+                    }
+                    _ if !memory.filled => return Vec::new(),
+                    Change::Applied(pod) => memory.record(pod_key(pod), finder.missed_by(pod)),
                     Change::Deleted(pod) => {
                         if let Some(uid) = &pod.metadata.uid {
-                            let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
                             memory.reported.remove(uid);
                         }
-                        (pod_key(pod), Vec::new())
+                        memory.record(pod_key(pod), Vec::new())
                     }
-                    Change::Relisted => return Vec::new(),
                 };
-                let before = {
-                    let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
-                    if now.is_empty() {
-                        memory.pods.remove(&key)
-                    } else {
-                        memory.pods.insert(key, now.clone())
+                changed.iter().map(|s| ObjectRef::new(s)).collect()
+            })
+            // A Namespace's labels may now select its pods, or no longer: they are decided again.
+            .watches_changes(&self.finder.namespaces, move |change| {
+                let (finder, memory, pods) = &on_namespaces;
+                let Some(namespace) = change.object().and_then(|ns| ns.metadata.name.clone())
+                else {
+                    return Vec::new();
+                };
+                let mut memory = memory.lock().unwrap_or_else(|p| p.into_inner());
+                if !memory.filled {
+                    return Vec::new();
+                }
+                let mut changed = Vec::new();
+                for pod in pods.store().state() {
+                    if pod.metadata.namespace.as_deref() == Some(namespace.as_str()) {
+                        changed.extend(memory.record(pod_key(&pod), finder.missed_by(&pod)));
                     }
                 }
-                .unwrap_or_default();
-                // Only the sets the pod started or stopped missing: a status update changes neither.
-                let mut sets: Vec<&String> = before.iter().filter(|s| !now.contains(s)).collect();
-                sets.extend(now.iter().filter(|s| !before.contains(s)));
-                sets.into_iter().map(|s| ObjectRef::new(s)).collect()
+                changed.sort();
+                changed.dedup();
+                changed.iter().map(|s| ObjectRef::new(s)).collect()
             })
-            .watches(
-                &self.finder.namespaces,
-                move |_: &Namespace| -> Vec<ObjectRef<SidecarSet>> {
-                    with_selector
-                        .state()
-                        .iter()
-                        .filter(|set| set.spec.namespace_selector.is_some())
-                        .map(|set| ObjectRef::from_obj(&**set))
-                        .collect()
-                },
-            )
     }
 
     fn reconcile(
