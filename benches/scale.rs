@@ -19,8 +19,12 @@
 //!    are the `pub_gate` and `workloadspread` benches' subject), `SCALE_REQUESTS` of each, p50/p99 and the
 //!    ratio at scale / small.
 //!
+//! With `SCALE_MISSED=n` the first `n` pods are created without their SidecarSet's sidecars (no injected
+//! list): the first pass then also tells each of them once (docs/missed-sidecars.md) and writes the statuses
+//! that count them out; it reports when the last event arrived.
+//!
 //! `cargo bench --bench scale` (env: SCALE_PODS=10000, SCALE_SIDECARSETS=1000, SCALE_BUDGETS=1000,
-//! SCALE_SPREADS=1000, SCALE_NAMESPACES=100, SCALE_SETTLE_SECONDS=60 (the longest wait for the first
+//! SCALE_SPREADS=1000, SCALE_NAMESPACES=100, SCALE_MISSED=0, SCALE_SETTLE_SECONDS=60 (the longest wait for the first
 //! pass), SCALE_IDLE_SECONDS=30, SCALE_CHANGES=20, SCALE_REQUESTS=20000).
 //!
 //! `SCALE_FILES=json|yaml|both` measures the standalone server instead (`serve --objects FILE`): the
@@ -354,6 +358,7 @@ fn main() {
             budgets: 20,
             spreads: 20,
             namespaces: 5,
+            missed: 20,
         };
         (
             sizes,
@@ -369,6 +374,7 @@ fn main() {
             budgets: env("SCALE_BUDGETS", 1_000) as usize,
             spreads: env("SCALE_SPREADS", 1_000) as usize,
             namespaces: env("SCALE_NAMESPACES", 100).max(1) as usize,
+            missed: env("SCALE_MISSED", 0) as usize,
         };
         (
             sizes,
@@ -468,6 +474,7 @@ async fn live(sizes: Sizes, settle: Duration, idle: Duration, changes: usize, re
     let mut config = ServeConfig::for_loopback(Vec::new(), std::env::temp_dir());
     config.leader_election.enabled = false;
     let settle_cpu = threads_cpu();
+    let settle_started = Instant::now();
     let controllers = Controllers::start(
         client.clone(),
         &cache,
@@ -477,13 +484,37 @@ async fn live(sizes: Sizes, settle: Duration, idle: Duration, changes: usize, re
     );
     let (settled_in, quiet) = until_quiet(settle).await;
     let settle_cpu = threads_cpu().saturating_sub(settle_cpu);
-    let first_pass = mock.writes().len();
+    let writes = mock.writes();
+    let first_pass = writes.len();
+    let events: Vec<Instant> = writes
+        .iter()
+        .filter(|w| w.path.ends_with("/events"))
+        .map(|w| w.at)
+        .collect();
     println!(
-        "controller first pass: {first_pass} writes, {:.2} s CPU, {} after {:.1} s (0 writes expected: every status and revision is up to date)",
+        "controller first pass: {} writes and {} events, {:.2} s CPU, {} after {:.1} s (0 writes expected without SCALE_MISSED: every status and revision is up to date)",
+        first_pass - events.len(),
+        events.len(),
         settle_cpu.as_secs_f64(),
         if quiet { "quiet" } else { "STILL BUSY" },
         settled_in.as_secs_f64()
     );
+    if sizes.missed > 0 {
+        // One Warning event a pod that missed its sidecars, one on each SidecarSet that has such pods.
+        let sets = sizes.missed.min(sizes.sidecar_sets);
+        assert_eq!(
+            events.len(),
+            sizes.missed + sets,
+            "missed-sidecars events: one a pod and one a SidecarSet"
+        );
+        let last = events.iter().max().copied().unwrap_or(settle_started);
+        println!(
+            "missed sidecars: {} pods created without their SidecarSet's sidecars told ({} events on pods, {sets} on SidecarSets), the last {:.2} s after the controllers started",
+            sizes.missed,
+            sizes.missed,
+            (last - settle_started).as_secs_f64()
+        );
+    }
     let (cpu, fine) = (process_cpu(), threads_cpu());
     let idle_started = Instant::now();
     tokio::time::sleep(idle).await;
@@ -503,9 +534,18 @@ async fn live(sizes: Sizes, settle: Duration, idle: Duration, changes: usize, re
     let mut latencies = Vec::new();
     for change in 0..changes {
         let j = (change / 2 * 37 + 11) % sizes.sidecar_sets.min(sizes.pods.max(1));
+        // A pod of SidecarSet j that it injected (past the SCALE_MISSED ones: those do not count in its status).
+        let i =
+            j + sizes.sidecar_sets * sizes.missed.saturating_sub(j).div_ceil(sizes.sidecar_sets);
+        if i >= sizes.pods {
+            println!(
+                "pod change to status write: skipped, SidecarSet {j} injected none of its pods"
+            );
+            break;
+        }
         let ready = change % 2 == 1;
         let at = Instant::now();
-        mock.set_pod_ready(j, ready);
+        mock.set_pod_ready(i, ready);
         let suffix = format!("/sidecarsets/sidecarset-{j:04}/status");
         match mock
             .wait_for_write(at, &suffix, Duration::from_secs(30))
@@ -540,6 +580,7 @@ async fn live(sizes: Sizes, settle: Duration, idle: Duration, changes: usize, re
         budgets: 2,
         spreads: 2,
         namespaces: 1,
+        missed: 0,
     };
     let small_mock = MockApi::new(small_sizes);
     let (_small_cache, small) = synced_cache(&small_mock).await;

@@ -346,7 +346,12 @@ async fn the_count_follows_namespaces_edits_and_canaries() {
     // Each pod told once, naming what it missed then.
     let mut told: Vec<String> = events(&stand_in, "SidecarSetNotInjected")
         .iter()
-        .map(|e| e["involvedObject"]["name"].as_str().unwrap_or("").to_owned())
+        .map(|e| {
+            e["involvedObject"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
         .collect();
     told.sort();
     assert_eq!(told, ["api-0", "api-1"]);

@@ -355,6 +355,12 @@ impl MockApi {
     async fn handle(&self, request: Request<kube::client::Body>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let path = parts.uri.path().to_owned();
+        // Events (the missed-sidecars reports): accepted and counted as writes.
+        if parts.method == Method::POST && path.ends_with("/events") {
+            let body = body.collect_bytes().await.unwrap_or_default();
+            self.record(&mut self.lock(), &path);
+            return text(StatusCode::CREATED, body);
+        }
         let Some(&(prefix, kind, api_version, list_kind)) = ROUTES
             .iter()
             .find(|(prefix, ..)| path == *prefix || path.starts_with(&format!("{prefix}/")))
