@@ -356,3 +356,53 @@ async fn the_count_follows_namespaces_edits_and_canaries() {
     told.sort();
     assert_eq!(told, ["api-0", "api-1"]);
 }
+
+/// An edited canary hands its pods back to its base (scenario 9): the base's count follows without a change of
+/// the base, and the pod, told once, is not told again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_canary_hands_its_pods_back_to_its_base() {
+    kruise_webhook::install_crypto_provider();
+    let stand_in = StandIn::new();
+    stand_in.put(namespace("team"));
+    stand_in.put(sidecar_set_of("base", ("app", "api"), false));
+    let canary = |wanted: &str| {
+        let mut canary = sidecar_set_of("base-canary", ("canary", wanted), false);
+        canary["metadata"]["annotations"] = json!({"apps.kruise.io/sidecarset-canary": "true",
+            "apps.kruise.io/sidecarset-base": "base"});
+        canary
+    };
+    stand_in.put(canary("yes"));
+    let mut canaried = pod("team", "api-1", "api", None);
+    canaried["metadata"]["labels"]["canary"] = json!("yes");
+    stand_in.put(canaried);
+
+    let cache = LiveCache::start(stand_in.client(), Some("kruise-system"), false);
+    common::replica::synced(cache.clone()).await;
+    let metrics = Metrics::new();
+    let (_leader, leading) = watch::channel(true);
+    let running = start(&stand_in, &cache, &metrics, leading);
+    until("the canary counts the pod, the base does not", || {
+        count(&metrics, "base").as_deref() == Some("0")
+            && count(&metrics, "base-canary").as_deref() == Some("1")
+    })
+    .await;
+    stand_in.put(canary("no"));
+    until("the base counts the pod", || {
+        count(&metrics, "base").as_deref() == Some("1")
+            && count(&metrics, "base-canary").as_deref() == Some("0")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    running.stop().await;
+    let told = events(&stand_in, "SidecarSetNotInjected");
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(
+        told[0]["message"],
+        "pod was created without the sidecars of SidecarSet base-canary (its selector matches the pod now); recreate the pod to inject them"
+    );
+    assert!(
+        stand_in.unexpected().is_empty(),
+        "{:?}",
+        stand_in.unexpected()
+    );
+}

@@ -63,6 +63,9 @@ pub struct MissedError {
 /// A pod, by namespace and name.
 type PodKey = (String, String);
 
+/// Pods that missed a SidecarSet, each with every SidecarSet it missed.
+type Missing = Vec<(Arc<SlimPod>, Vec<String>)>;
+
 /// What a SidecarSet selects with, for telling an edited one: its uid, selector, namespaceSelector, paused
 /// flag and canary base (compared whole: no API server's generation is needed to see the edit).
 #[derive(Debug, Clone, PartialEq)]
@@ -161,8 +164,9 @@ impl Memory {
             }
         }
         // Pods of the index no longer in the store (their deletion not seen yet).
-        for key in had {
-            if !pods.iter().any(|p| pod_key(p) == key) {
+        if !had.is_empty() {
+            let present: HashSet<PodKey> = pods.iter().map(|p| pod_key(p)).collect();
+            for key in had.into_iter().filter(|k| !present.contains(k)) {
                 changed.extend(self.record(key, Vec::new()));
             }
         }
@@ -328,36 +332,61 @@ impl MissedSidecarsController {
         let name = set.name().to_owned();
         // The pods that missed `set`, from the index (filled, or decided again for an edited `set`), with every
         // SidecarSet each missed; and whom to tell.
-        let (missing, to_tell, told) = {
+        let (missing, to_tell, told, others) = {
             let mut memory = self.memory();
+            // Other SidecarSets whose pods changed with `set`'s (its canary base, and those the pods decided
+            // again missed): their counts are written here, their pods told here; their own events wait for
+            // their next reconcile.
+            let mut others: Vec<String> = Vec::new();
             if !memory.filled {
                 let sets = self.finder.sets.set_store().store().state();
                 memory.fill(&self.finder, &self.pods.store().state(), &sets);
             } else if memory.decided.get(&name) != Some(&selection(set)) {
                 let pods = self.pods.store().state();
-                memory.redecide(&self.finder, &pods, set);
+                others.extend(memory.redecide(&self.finder, &pods, set));
                 // A canary replaces its base where both select a pod: the base's pods change with it.
                 if let Some(base) = set
                     .canary_base()
                     .and_then(|b| self.finder.sets.sidecar_set(b))
                 {
-                    memory.redecide(&self.finder, &pods, &base);
+                    others.extend(memory.redecide(&self.finder, &pods, &base));
                 }
             }
+            others.sort();
+            others.dedup();
+            others.retain(|o| *o != name);
             let store = self.pods.store();
-            let missing: Vec<(Arc<SlimPod>, Vec<String>)> = memory
-                .by_set
-                .get(&name)
+            let pods_of = |set: &str| -> Missing {
+                memory
+                    .by_set
+                    .get(set)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(namespace, pod)| {
+                        let found = store.get(&ObjectRef::new(pod).within(namespace))?;
+                        let sets = memory.pods.get(&(namespace.clone(), pod.clone()))?.clone();
+                        Some((found, sets))
+                    })
+                    .collect()
+            };
+            let missing = pods_of(&name);
+            let others: Vec<(String, Missing)> = others
                 .into_iter()
-                .flatten()
-                .filter_map(|(namespace, pod)| {
-                    let found = store.get(&ObjectRef::new(pod).within(namespace))?;
-                    let sets = memory.pods.get(&(namespace.clone(), pod.clone()))?.clone();
-                    Some((found, sets))
+                .map(|o| {
+                    let pods = pods_of(&o);
+                    (o, pods)
                 })
                 .collect();
+            let mut seen: HashSet<String> = HashSet::new();
             let to_tell: Vec<(String, String, ObjectReference, String)> = missing
                 .iter()
+                .chain(others.iter().flat_map(|(_, pods)| pods))
+                .filter(|(pod, _)| {
+                    pod.metadata
+                        .uid
+                        .as_ref()
+                        .is_some_and(|u| seen.insert(u.clone()))
+                })
                 .filter_map(|(pod, sets)| {
                     let uid = pod.metadata.uid.clone()?;
                     if memory.reported.contains(&uid) {
@@ -372,15 +401,20 @@ impl MissedSidecarsController {
                 missing,
                 to_tell,
                 memory.told.get(&name).copied().unwrap_or(0),
+                others,
             )
         };
         let count = missing.len();
-        self.metrics
-            .sidecarset_missing
-            .get_or_create(&SidecarSetLabels {
-                sidecarset: name.clone(),
-            })
-            .set(i64::try_from(count).unwrap_or(i64::MAX));
+        for (set, n) in
+            std::iter::once((&name, count)).chain(others.iter().map(|(o, p)| (o, p.len())))
+        {
+            self.metrics
+                .sidecarset_missing
+                .get_or_create(&SidecarSetLabels {
+                    sidecarset: set.clone(),
+                })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
         // One event a pod, at most EVENT_WRITES at a time.
         let recorder = &self.recorder;
         let results: Vec<(String, Result<bool, kube::Error>)> =
