@@ -21,6 +21,7 @@ use std::time::Duration;
 use anyhow::Context;
 use arc_swap::ArcSwap;
 use base64::Engine;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -115,6 +116,68 @@ impl CertManager {
             .as_ref()
             .map(|b| b.ca_bundle_pem.clone())
     }
+}
+
+/// How long a change of the Secret or a configuration waits for the rest of its burst before the sync.
+const NUDGE_SETTLE: Duration = Duration::from_millis(100);
+
+/// A change of what the sync keeps, as it happens: the Secret (self-managed mode), and our two webhook
+/// configurations (both modes: a caBundle reset by an apply, a webhook removed, is
+/// put back at once, not at the next [`ServeConfig::cert_sync_interval`], which stays as the safety net and
+/// for the time-driven renewal). Each watch is of one object by name (`fieldSelector=metadata.name=`, which
+/// the shipped RBAC's `resourceNames` grant); a watch that fails is retried with backoff and logged at debug,
+/// the periodic sync still running.
+fn nudges(
+    client: &Client,
+    config: &ServeConfig,
+) -> futures::stream::BoxStream<'static, &'static str> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    use kube::runtime::{WatchStreamExt, watcher};
+    fn changes<K>(
+        api: Api<K>,
+        name: &str,
+        what: &'static str,
+    ) -> futures::stream::BoxStream<'static, &'static str>
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    {
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        watcher(api, config)
+            .default_backoff()
+            .filter_map(move |event| async move {
+                match event {
+                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => Some(what),
+                    Ok(_) => None,
+                    Err(error) => {
+                        tracing::debug!(%error, what, "watching for certificate sync failed; retrying");
+                        None
+                    }
+                }
+            })
+            .boxed()
+    }
+    let mut streams = vec![
+        changes(
+            Api::<MutatingWebhookConfiguration>::all(client.clone()),
+            &config.mutating_configuration,
+            "mutating webhook configuration",
+        ),
+        changes(
+            Api::<ValidatingWebhookConfiguration>::all(client.clone()),
+            &config.validating_configuration,
+            "validating webhook configuration",
+        ),
+    ];
+    if config.cert_source == CertSource::SelfManaged {
+        streams.push(changes(
+            Api::<Secret>::namespaced(client.clone(), &config.namespace),
+            &config.secret_name,
+            "secret",
+        ));
+    }
+    futures::stream::select_all(streams).boxed()
 }
 
 struct Worker {
@@ -222,11 +285,27 @@ impl Worker {
             CertSource::External => self.config.cert_sync_interval.min(Duration::from_secs(10)),
             _ => self.config.cert_sync_interval,
         };
+        let mut nudges = match (&self.client, self.config.cert_source) {
+            (Some(client), CertSource::SelfManaged | CertSource::External) => {
+                nudges(client, &self.config)
+            }
+            _ => futures::stream::pending().boxed(),
+        };
         loop {
-            tokio::select! {
+            let nudged = tokio::select! {
                 _ = stopped.wait_for(|s| *s) => return,
-                _ = tokio::time::sleep(period) => {}
-                changed = self.served.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(period) => None,
+                changed = self.served.changed() => if changed.is_err() { return } else { None },
+                Some(what) = nudges.next() => Some(what),
+            };
+            if let Some(what) = nudged {
+                // A burst (our own writes, an apply of several objects) is one sync.
+                tokio::time::sleep(NUDGE_SETTLE).await;
+                while let Some(Some(_)) = nudges.next().now_or_never() {}
+                tracing::debug!(
+                    changed = what,
+                    "certificate sync: an object it keeps changed"
+                );
             }
             if let Err(e) = self.sync().await {
                 tracing::warn!(error = %format!("{e:#}"), "certificate sync failed; keeping the current certificate");

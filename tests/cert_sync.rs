@@ -16,15 +16,35 @@ use serde_json::{Value, json};
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
+/// The watches of the certificate sync's nudges (one object by name each), held open and silent: these tests
+/// assert the sync's own calls, made by its timer and the served kinds.
+static HELD: std::sync::Mutex<Vec<tower_test::mock::SendResponse<Response<Body>>>> =
+    std::sync::Mutex::new(Vec::new());
+
 async fn expect(
     handle: &mut Handle,
     method: Method,
     path: &str,
 ) -> (Value, tower_test::mock::SendResponse<Response<Body>>) {
-    let (request, send) = tokio::time::timeout(Duration::from_secs(10), handle.next_request())
-        .await
-        .unwrap_or_else(|_| panic!("no {method} {path} within 10 s"))
-        .expect("client dropped");
+    let (request, send) = loop {
+        let (request, send) = tokio::time::timeout(Duration::from_secs(10), handle.next_request())
+            .await
+            .unwrap_or_else(|_| panic!("no {method} {path} within 10 s"))
+            .expect("client dropped");
+        let query = request.uri().query().unwrap_or_default();
+        if !query.contains("fieldSelector=metadata.name") {
+            break (request, send);
+        }
+        if query.contains("watch=true") {
+            HELD.lock().unwrap_or_else(|p| p.into_inner()).push(send);
+        } else {
+            respond(
+                send,
+                StatusCode::OK,
+                json!({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}),
+            );
+        }
+    };
     assert_eq!(request.method(), method, "{}", request.uri());
     assert_eq!(request.uri().path(), path);
     let body = request.into_body().collect_bytes().await.unwrap();

@@ -1715,7 +1715,8 @@ impl Cluster<'_> {
     /// Issue 37: self-managed certificates: the first replica writes the CA and serving certificate into the
     /// Secret `kruise-webhook-certs` and the caBundle into both configurations; a Secret deleted (an
     /// operator forcing a new CA) is written again with a new CA, which the configurations then carry, and
-    /// the replica stays ready with it (the API server calls it: a pod create is admitted).
+    /// the replica stays ready with it (the API server calls it: a pod create is admitted). Both at once, not
+    /// at the next 60 s sync: the sync watches the Secret and the configurations; a caBundle reset too.
     fn certificate_rotation(&self) -> Outcome {
         use base64::Engine;
         self.install_configurations(Mode::SelfManagedUrl)?;
@@ -1777,13 +1778,38 @@ impl Cluster<'_> {
             },
         )?;
         replica.wait_ready(Duration::from_secs(90))?;
+        // A caBundle reset (an apply of the plain manifest) is put back at once: the sync watches our
+        // configurations, not only its 60 s timer.
+        let reset = Instant::now();
+        self.plane.kubectl(
+            &[
+                "patch",
+                "mutatingwebhookconfiguration",
+                "kruise-mutating-webhook-configuration",
+                "--type=json",
+                "-p",
+                r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":""}]"#,
+            ],
+            None,
+        )?;
+        wait_for("the caBundle put back", Duration::from_secs(10), || {
+            let bundle = decode(&bundle_ca()?);
+            bundle
+                .contains(decode(&second).trim())
+                .then_some(())
+                .ok_or_else(|| "empty caBundle".to_owned())
+        })?;
+        let put_back = reset.elapsed();
         // The API server trusts the new certificate: a pod create goes through our mpod webhook.
         self.plane.kubectl(&["create", "-f", "-"], Some(&json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "after-rotation", "namespace": "web"},
             "spec": {"automountServiceAccountToken": false, "containers": [{"name": "app", "image": "app:1"}]}}).to_string()))
             .map_err(|e| format!("a pod create after the rotation: {e}"))?;
         replica.stop(STOP_WITHIN)?;
-        Ok("Secret and caBundles written; a new CA after the Secret was deleted, trusted by the API server".into())
+        Ok(format!(
+            "Secret and caBundles written; a new CA after the Secret was deleted, trusted by the API server; a reset caBundle put back in {:.1} s",
+            put_back.as_secs_f64()
+        ))
     }
 }
 
