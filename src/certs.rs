@@ -193,15 +193,25 @@ struct Worker {
     readiness: Arc<Readiness>,
 }
 
-/// The serving certificate's names: the Service's, and in URL mode also `WEBHOOK_HOST` (an IP address becomes an
-/// IP SAN), the same certificate in both modes otherwise (DECISIONS 21), so replicas of either mode during a
-/// switch accept each other's.
+/// The serving certificate's names: the Service's (and the conversion Service's), and in URL mode also
+/// `WEBHOOK_HOST` (an IP address becomes an IP SAN), the same certificate in both modes otherwise (DECISIONS 21),
+/// so replicas of either mode during a switch accept each other's. A certificate lacking a name (an install
+/// from before the conversion Service) is issued again (`kruise_certs::plan`).
 fn policy(config: &ServeConfig) -> Policy {
     let service = format!("{}.{}.svc", config.service_name, config.namespace);
-    let fqdn = format!("{service}.cluster.local");
+    let conversion = format!(
+        "{}.{}.svc",
+        config.conversion_service_name, config.namespace
+    );
+    let names = [
+        format!("{service}.cluster.local"),
+        conversion.clone(),
+        format!("{conversion}.cluster.local"),
+    ];
+    // Policy::new keeps the first of duplicates: one Service for both gives the names it always had.
     Policy::new(
         service,
-        [fqdn].into_iter().chain(config.webhook_host.clone()),
+        names.into_iter().chain(config.webhook_host.clone()),
     )
 }
 
@@ -494,7 +504,13 @@ impl Worker {
         // Beside OpenKruise the Kruise CRDs are kruise-manager's: it points their conversion at its own Service
         // every minute, and a write of ours would flap with it (DECISIONS 27).
         if !self.config.beside_openkruise {
-            ensure_crds(&client, &Endpoint::of(&self.config), &ca_b64).await;
+            ensure_crds(
+                &client,
+                &Endpoint::of(&self.config),
+                &self.config.conversion_service_name,
+                &ca_b64,
+            )
+            .await;
         }
         Ok(())
     }
@@ -719,11 +735,17 @@ async fn keep_configuration(
     CaBundleSeen::Wrong
 }
 
-/// Keeps the conversion webhook of the Kruise CRDs (strategy `Webhook`) that call our Service, or no Service (a
-/// url, or nothing yet), as OpenKruise does (spec/webhook-server.md §6.6): `clientConfig` becomes exactly our
-/// Service on `/convert`, or in URL mode our url, with `caBundle`. Failures are logged per CRD and retried at
-/// the next sync.
-async fn ensure_crds(client: &Client, endpoint: &Endpoint<'_>, ca_b64: &str) {
+/// Keeps the conversion webhook of the Kruise CRDs (strategy `Webhook`) that call our Service or our conversion
+/// Service, or no Service (a url, or nothing yet), as OpenKruise does (spec/webhook-server.md §6.6):
+/// `clientConfig` becomes exactly our conversion Service `conversion_service` on `/convert` (which lists
+/// replicas before they are ready: a replica's caches may need a conversion to get ready), or in URL mode our
+/// url, with `caBundle`. Failures are logged per CRD and retried at the next sync.
+async fn ensure_crds(
+    client: &Client,
+    endpoint: &Endpoint<'_>,
+    conversion_service: &str,
+    ca_b64: &str,
+) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let crds = match api.list(&ListParams::default()).await {
         Ok(list) => list,
@@ -733,6 +755,8 @@ async fn ensure_crds(client: &Client, endpoint: &Endpoint<'_>, ca_b64: &str) {
         }
     };
     let (namespace, service) = endpoint.service;
+    let ours_name = |name: &str| name == service || name == conversion_service;
+    let service = conversion_service;
     let desired = endpoint
         .url_client_config(registry::CONVERT_PATH, ca_b64)
         .unwrap_or_else(|| {
@@ -764,7 +788,7 @@ async fn ensure_crds(client: &Client, endpoint: &Endpoint<'_>, ca_b64: &str) {
             .and_then(|w| w.client_config.as_ref());
         let ours = client_config
             .and_then(|c| c.service.as_ref())
-            .is_none_or(|s| (s.namespace.as_str(), s.name.as_str()) == endpoint.service);
+            .is_none_or(|s| s.namespace == namespace && ours_name(&s.name));
         let current = client_config.and_then(|c| serde_json::to_value(c).ok());
         if !ours || current.as_ref() == Some(&desired) {
             continue;

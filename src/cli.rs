@@ -89,6 +89,11 @@ pub struct ServeArgs {
     /// Service the webhook configurations point at; part of the certificate's DNS names.
     #[arg(long, env = "SERVICE_NAME", default_value = "kruise-webhook-service")]
     pub service_name: String,
+    /// Service the Kruise CRDs' conversion webhooks point at (self-managed, Service mode); part of the
+    /// certificate's DNS names. Unset: `--service-name`. `deploy/base` names a Service of its own that lists
+    /// replicas before they are ready, as conversion must not wait for readiness (docs/startup-order.md).
+    #[arg(long, env = "CONVERSION_SERVICE_NAME")]
+    pub conversion_service_name: Option<String>,
     /// The MutatingWebhookConfiguration whose webhooks and caBundle this server keeps, and that readiness
     /// judges. Beside OpenKruise, one of its own (deploy/overlays/beside-openkruise).
     #[arg(long, default_value = MUTATING_CONFIGURATION)]

@@ -107,6 +107,9 @@ pub struct ServeConfig {
     pub secret_name: String,
     /// Our Service.
     pub service_name: String,
+    /// The Service of the Kruise CRDs' conversion webhooks (`--conversion-service-name`, else
+    /// [`ServeConfig::service_name`]).
+    pub conversion_service_name: String,
     /// Our MutatingWebhookConfiguration (`--mutating-webhook-configuration-name`): the only one whose webhooks
     /// and caBundle we keep, and one of the two readiness judges (DECISIONS 22).
     pub mutating_configuration: String,
@@ -193,6 +196,7 @@ impl ServeConfig {
             namespace: "kruise-system".into(),
             secret_name: "kruise-webhook-certs".into(),
             service_name: "kruise-webhook-service".into(),
+            conversion_service_name: "kruise-webhook-service".into(),
             mutating_configuration: MUTATING_CONFIGURATION.into(),
             validating_configuration: VALIDATING_CONFIGURATION.into(),
             beside_openkruise: false,
@@ -436,6 +440,10 @@ fn serve_config(s: ServeArgs) -> Result<ServeConfig, ConfigError> {
         cert_source,
         namespace: s.namespace,
         secret_name: s.secret_name,
+        conversion_service_name: match s.conversion_service_name {
+            Some(name) => object_name("--conversion-service-name", name)?,
+            None => s.service_name.clone(),
+        },
         service_name: s.service_name,
         mutating_configuration: object_name(
             "--mutating-webhook-configuration-name",

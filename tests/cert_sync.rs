@@ -609,6 +609,130 @@ async fn url_mode_points_configurations_and_crds_at_webhook_host_and_then_writes
     manager.stop();
 }
 
+/// docs/startup-order.md rule 4, Service mode: with a conversion Service of its own (deploy/base's, which lists
+/// replicas before they are ready), the Kruise CRDs' conversion calls it: a CRD an older install pointed at the
+/// admission Service is moved there, one already there gets our caBundle, one pointing at another Service is
+/// left alone; the serving certificate names both Services.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_mode_points_crd_conversion_at_the_conversion_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = cluster_config(dir.path());
+    config.conversion_service_name = "kruise-webhook-conversion-service".to_owned();
+    let (handle, store, _readiness, manager) = start(config);
+    let crd_path = |name: &str| format!("{CRDS}/{name}");
+    let service = |name: &str| json!({"caBundle": "c3RhbGU=", "service": {"namespace": "kruise-system", "name": name, "path": "/convert", "port": 443}});
+    let mut apiserver = FakeApiserver::new(
+        handle,
+        [
+            (
+                MUTATING.to_owned(),
+                configuration(
+                    "MutatingWebhookConfiguration",
+                    "kruise-mutating-webhook-configuration",
+                    json!([service_hook("mpod.kb.io", "/mutate-pod")]),
+                ),
+            ),
+            (
+                VALIDATING.to_owned(),
+                configuration(
+                    "ValidatingWebhookConfiguration",
+                    "kruise-validating-webhook-configuration",
+                    json!([service_hook("vnamespace.kb.io", "/validate-namespace")]),
+                ),
+            ),
+            (
+                crd_path("clonesets.apps.kruise.io"),
+                conversion_crd(
+                    "clonesets.apps.kruise.io",
+                    "apps.kruise.io",
+                    "Webhook",
+                    our_service_conversion(),
+                ),
+            ),
+            (
+                crd_path("sidecarsets.apps.kruise.io"),
+                conversion_crd(
+                    "sidecarsets.apps.kruise.io",
+                    "apps.kruise.io",
+                    "Webhook",
+                    service("kruise-webhook-conversion-service"),
+                ),
+            ),
+            (
+                crd_path("workloadspreads.apps.kruise.io"),
+                conversion_crd(
+                    "workloadspreads.apps.kruise.io",
+                    "apps.kruise.io",
+                    "Webhook",
+                    service("someone-elses"),
+                ),
+            ),
+        ],
+    );
+    apiserver.answer(Method::GET, SECRET).await;
+    let created = apiserver
+        .answer(Method::POST, "/api/v1/namespaces/kruise-system/secrets")
+        .await;
+    let pem = |key: &str| {
+        let b64 = created["data"][key].as_str().unwrap();
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let cert = kruise_certs::inspect(&pem("cert.pem")).unwrap();
+    assert_eq!(
+        cert.dns_names,
+        [
+            "localhost",
+            "kruise-webhook-service.kruise-system.svc",
+            "kruise-webhook-service.kruise-system.svc.cluster.local",
+            "kruise-webhook-conversion-service.kruise-system.svc",
+            "kruise-webhook-conversion-service.kruise-system.svc.cluster.local"
+        ]
+    );
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(pem("ca-bundle.pem"));
+    for path in [MUTATING, VALIDATING] {
+        apiserver.answer(Method::GET, path).await;
+        apiserver.answer(Method::PATCH, path).await;
+    }
+    apiserver.answer(Method::GET, CRDS).await;
+    for name in ["clonesets.apps.kruise.io", "sidecarsets.apps.kruise.io"] {
+        apiserver.answer(Method::PATCH, &crd_path(name)).await;
+    }
+    let manager = manager.await.unwrap().unwrap();
+    assert!(store.loaded());
+    let conversion = |name: &str| {
+        apiserver.objects[&crd_path(name)]["spec"]["conversion"]["webhook"]["clientConfig"].clone()
+    };
+    let wanted = json!({"caBundle": ca_bundle, "service": {"namespace": "kruise-system",
+        "name": "kruise-webhook-conversion-service", "path": "/convert", "port": 443}});
+    assert_eq!(
+        conversion("clonesets.apps.kruise.io"),
+        wanted,
+        "moved from the admission Service"
+    );
+    assert_eq!(conversion("sidecarsets.apps.kruise.io"), wanted);
+    assert_eq!(
+        conversion("workloadspreads.apps.kruise.io"),
+        service("someone-elses"),
+        "another Service's"
+    );
+    // The admission webhooks stay on the admission Service.
+    assert_eq!(
+        apiserver.objects[MUTATING]["webhooks"][0]["clientConfig"]["service"]["name"],
+        "kruise-webhook-service"
+    );
+    // Sync 2 reads everything and writes nothing.
+    for path in [SECRET, MUTATING, VALIDATING, CRDS] {
+        apiserver.answer(Method::GET, path).await;
+    }
+    apiserver.before(Method::GET, SECRET, || {}).await;
+    manager.stop();
+}
+
 /// DECISIONS 22 with self-managed certificates: once our caBundle was seen in place, configurations that cannot
 /// be read (5xx, a failed connection) or a Secret that cannot be read leave the replica ready; a caBundle seen
 /// wrong (edited by hand, and our repair refused) makes it unready, and only seeing it in place again readies it.

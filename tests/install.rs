@@ -379,12 +379,27 @@ fn the_base_renders_to_what_the_binary_expects() {
         .filter(|o| o["kind"] == "CustomResourceDefinition")
         .collect();
     assert_eq!(crds.len(), 6);
+    // Conversion through a Service of its own that lists replicas before they are ready
+    // (docs/startup-order.md rule 4), selecting the same pods as the admission Service.
+    assert_eq!(
+        serve.conversion_service_name,
+        "kruise-webhook-conversion-service"
+    );
     for crd in crds {
         assert_eq!(
             crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["name"],
-            serve.service_name
+            serve.conversion_service_name
         );
     }
+    let conversion = find(&objects, "Service", &serve.conversion_service_name);
+    let admission = find(&objects, "Service", &serve.service_name);
+    assert_eq!(conversion["spec"]["publishNotReadyAddresses"], true);
+    assert_ne!(admission["spec"]["publishNotReadyAddresses"], true);
+    assert_eq!(
+        conversion["spec"]["selector"],
+        admission["spec"]["selector"]
+    );
+    assert_eq!(conversion["spec"]["ports"][0]["targetPort"], 9876);
     for (name, policy) in failure_policies(&objects) {
         let want = if deletion_protection(&name) {
             "Ignore"
