@@ -214,7 +214,9 @@ impl Finder {
         let labels = self.namespace_labels(namespace);
         let excluded: Vec<&str> = self.excluded.iter().map(String::as_str).collect();
         missed(pod, &candidates, labels.as_ref(), &excluded).unwrap_or_else(|error| {
-            tracing::warn!(pod = %format!("{namespace}/{}", pod.metadata.name.as_deref().unwrap_or("")),
+            // Debug, not warn: decided at every change of every such pod; the pod webhook's 500 at creation
+            // already names the selector, and SidecarSet validation refuses it.
+            tracing::debug!(pod = %format!("{namespace}/{}", pod.metadata.name.as_deref().unwrap_or("")),
                 %error, "a SidecarSet selector cannot be evaluated; the pod is not counted as missing it");
             Vec::new()
         })
