@@ -26,8 +26,8 @@ use crate::conversion::convert_object;
 use crate::json::RawJson;
 use crate::pod::persistent_pod_state::whitelist::{self, WhitelistSource};
 use crate::podunavailablebudget::related::api_group;
-use crate::validation::field_error::{BadValue, FieldError, FieldPath, aggregate, go_quote};
-use crate::{Denial, Verdict, WebhookError};
+use crate::validation::field_error::{self, BadValue, FieldError, FieldPath, go_quote};
+use crate::{Verdict, WebhookError};
 
 /// The version decoded directly; `v1alpha1` is converted, any other refused.
 const V1BETA1: &str = "v1beta1";
@@ -82,15 +82,7 @@ pub fn validate(
         _ => None,
     };
     let errs = errors(&new, old.as_ref(), ctx, req.namespace());
-    if errs.is_empty() {
-        Ok(Verdict::allow())
-    } else {
-        Ok(Verdict::deny(Denial {
-            code: VIOLATION_CODE,
-            reason: None,
-            message: aggregate(&errs),
-        }))
-    }
+    Ok(field_error::verdict(&errs, VIOLATION_CODE))
 }
 
 /// An object of the request as v1beta1. Go decodes into the typed object of the request's version first, so

@@ -39,7 +39,7 @@ use crate::api::podunavailablebudget::{
 use crate::conversion::{ConversionError, convert_object};
 use crate::json::RawJson;
 use crate::validation::apps::{is_not_more_than_100_percent, validate_positive_int_or_percent};
-use crate::validation::field_error::{BadValue, FieldError, FieldPath, aggregate, go_quote};
+use crate::validation::field_error::{self, BadValue, FieldError, FieldPath, go_quote};
 use crate::validation::meta;
 use crate::view::PodUnavailableBudgetView;
 use crate::{Denial, FeatureGates, Verdict, WebhookError};
@@ -124,11 +124,7 @@ pub fn validate(
         .unwrap_or_else(|| req.namespace());
     let others = view.pod_unavailable_budgets_in(namespace);
     let errors = violations(&new, old.as_ref(), &others);
-    if errors.is_empty() {
-        Ok(Verdict::allow())
-    } else {
-        Ok(Verdict::deny(violation(aggregate(&errors))))
-    }
+    Ok(field_error::verdict(&errors, VIOLATION_CODE))
 }
 
 fn violation(message: String) -> Denial {

@@ -42,7 +42,7 @@ use crate::conversion::convert_object;
 use crate::json::RawJson;
 use crate::json::strategic_merge;
 use crate::validation::field_error::{
-    BadValue, FieldError, FieldPath, aggregate, go_int_or_string, go_quote, go_string_slice,
+    self, BadValue, FieldError, FieldPath, go_int_or_string, go_quote, go_string_slice,
 };
 use crate::validation::{meta, scheduling};
 use crate::{Denial, FeatureGates, Verdict, WebhookError};
@@ -243,15 +243,7 @@ pub fn validate(
         ));
         errs.extend(target_ref_update(&new.spec, &old.spec));
     }
-    if errs.is_empty() {
-        Ok(Verdict::allow())
-    } else {
-        Ok(Verdict::deny(Denial {
-            code: VIOLATION_CODE,
-            reason: None,
-            message: aggregate(&errs),
-        }))
-    }
+    Ok(field_error::verdict(&errs, VIOLATION_CODE))
 }
 
 /// An object of the request as the v1beta1 type. Go decodes into its typed object first, so a field of the
