@@ -582,10 +582,8 @@ impl Reconciler for MissedSidecarsController {
                     return Vec::new();
                 }
                 let mut changed = Vec::new();
-                for pod in pods.store().state() {
-                    if pod.metadata.namespace.as_deref() == Some(namespace.as_str()) {
-                        changed.extend(memory.record(pod_key(&pod), finder.missed_by(&pod)));
-                    }
+                for pod in pods.in_namespace(&namespace) {
+                    changed.extend(memory.record(pod_key(&pod), finder.missed_by(&pod)));
                 }
                 changed.sort();
                 changed.dedup();
