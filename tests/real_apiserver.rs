@@ -1602,21 +1602,11 @@ impl Cluster<'_> {
         // A writer (kruise-daemon restarting a container) holds the condition False with its key.
         self.plane.apply(&[pod("gated-1")])?;
         let keyed = r#"[{"userAgent":"ContainerRecreateRequest","key":"web/restart-gated-1"}]"#;
-        self.plane.kubectl(
-            &[
-                "patch",
-                "pod",
-                "gated-1",
-                "-n",
-                ns,
-                "--subresource=status",
-                "--type=strategic",
-                "-p",
-                &json!({"status": {"conditions": [{"type": "KruisePodReady", "status": "False",
-                    "message": keyed, "lastTransitionTime": "2026-12-01T00:00:00Z"}]}})
-                .to_string(),
-            ],
-            None,
+        self.plane.merge_pod_status(
+            ns,
+            "gated-1",
+            &json!({"status": {"conditions": [{"type": "KruisePodReady", "status": "False",
+                "message": keyed, "lastTransitionTime": "2026-12-01T00:00:00Z"}]}}),
         )?;
         self.plane.kubelet(ns, "app=gated")?;
         std::thread::sleep(Duration::from_secs(2));

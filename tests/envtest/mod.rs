@@ -434,6 +434,30 @@ impl ControlPlane {
         name: &str,
         status: &Value,
     ) -> Result<(), String> {
+        self.patch_pod_status(namespace, name, "merge", status)
+    }
+
+    /// [`ControlPlane::write_pod_status`] as a strategic merge, as the kubelet's status manager patches:
+    /// conditions merge by type, so the others written (a readiness gate's) stay.
+    ///
+    /// # Errors
+    /// A refused write.
+    pub fn merge_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: &Value,
+    ) -> Result<(), String> {
+        self.patch_pod_status(namespace, name, "strategic", status)
+    }
+
+    fn patch_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch_type: &str,
+        status: &Value,
+    ) -> Result<(), String> {
         self.kubectl(
             &[
                 "patch",
@@ -442,7 +466,7 @@ impl ControlPlane {
                 "-n",
                 namespace,
                 "--subresource=status",
-                "--type=merge",
+                &format!("--type={patch_type}"),
                 "-p",
                 &status.to_string(),
             ],
@@ -527,20 +551,7 @@ impl ControlPlane {
                 // conditions stay.
                 let status =
                     json!({"status": {"conditions": [{"type": "Ready", "status": ready}]}});
-                self.kubectl(
-                    &[
-                        "patch",
-                        "pod",
-                        &name,
-                        "-n",
-                        namespace,
-                        "--subresource=status",
-                        "--type=strategic",
-                        "-p",
-                        &status.to_string(),
-                    ],
-                    None,
-                )?;
+                self.merge_pod_status(namespace, &name, &status)?;
             }
             if pod["status"]["phase"] != "Running" {
                 let statuses: Vec<Value> = pod["spec"]["containers"]
@@ -559,20 +570,7 @@ impl ControlPlane {
                     "conditions": [{"type": "Ready", "status": ready}, {"type": "ContainersReady", "status": "True"},
                         {"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"}],
                     "containerStatuses": statuses}});
-                self.kubectl(
-                    &[
-                        "patch",
-                        "pod",
-                        &name,
-                        "-n",
-                        namespace,
-                        "--subresource=status",
-                        "--type=strategic",
-                        "-p",
-                        &status.to_string(),
-                    ],
-                    None,
-                )?;
+                self.merge_pod_status(namespace, &name, &status)?;
             }
             names.push(name);
         }
