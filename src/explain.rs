@@ -554,33 +554,59 @@ fn installed_webhooks(
     Some(out)
 }
 
-/// The webhooks the apiserver calls for `request` under the configurations taken as installed, mutating
-/// first: the chain `review` runs ([`review::webhooks_for`]), judged as [`webhook_lines`] judges them.
-fn called_specs(
-    cluster: &FixtureCluster,
-    gates: &FeatureGates,
-    request: &kruise_webhooks::admission::AdmissionRequest,
-    configurations: &Installed,
-) -> Vec<&'static registry::WebhookSpec> {
-    let Some(installed) = installed_webhooks(cluster, configurations) else {
-        return review::webhooks_for(cluster, gates, request);
-    };
-    let labels = review::namespace_labels(cluster, request);
-    let mut specs: Vec<&'static registry::WebhookSpec> = Vec::new();
-    for spec in registry::registered(gates, registry::Served::ALL) {
-        let called = spec.rules_match(request)
-            && installed.get(spec.name).is_some_and(|(ns, obj)| {
-                matches!(
-                    spec.call_with(request, labels.as_ref(), ns, obj),
-                    Call::Called
-                )
-            });
-        if called && !specs.iter().any(|s| s.name == spec.name) {
-            specs.push(spec);
+/// Whether the apiserver calls each of our webhooks, by the configurations taken as installed (read once, for
+/// the webhook lines and for every chain run).
+struct Calls {
+    /// The installed webhooks' selectors, by name; `None`: the shipped configurations.
+    installed: Option<BTreeMap<String, (LabelSelector, LabelSelector)>>,
+    /// What a webhook none of them has is told ([`Installed::not_installed`]).
+    not_installed: String,
+}
+
+impl Calls {
+    fn of(cluster: &FixtureCluster, configurations: &Installed) -> Self {
+        Self {
+            installed: installed_webhooks(cluster, configurations),
+            not_installed: configurations.not_installed(),
         }
     }
-    specs.sort_by_key(|s| !s.mutating);
-    specs
+
+    /// Whether the apiserver calls `spec` for `request` ([`registry::WebhookSpec::call`] with the installed selectors);
+    /// `None` when no configuration taken as installed has it.
+    fn call(
+        &self,
+        spec: &registry::WebhookSpec,
+        request: &kruise_webhooks::admission::AdmissionRequest,
+        namespace_labels: Option<&BTreeMap<String, String>>,
+    ) -> Option<Call> {
+        match &self.installed {
+            None => Some(spec.call(request, namespace_labels)),
+            Some(installed) => installed
+                .get(spec.name)
+                .map(|(ns, obj)| spec.call_with(request, namespace_labels, ns, obj)),
+        }
+    }
+
+    /// The webhooks the apiserver calls for `request`, mutating first: the chain to run (with the shipped
+    /// configurations, exactly [`review::webhooks_for`]'s).
+    fn called(
+        &self,
+        cluster: &FixtureCluster,
+        gates: &FeatureGates,
+        request: &kruise_webhooks::admission::AdmissionRequest,
+    ) -> Vec<&'static registry::WebhookSpec> {
+        let labels = review::namespace_labels(cluster, request);
+        let mut specs: Vec<&'static registry::WebhookSpec> = Vec::new();
+        for spec in registry::registered(gates, registry::Served::ALL) {
+            if !specs.iter().any(|s| s.name == spec.name)
+                && self.call(spec, request, labels.as_ref()) == Some(Call::Called)
+            {
+                specs.push(spec);
+            }
+        }
+        specs.sort_by_key(|s| !s.mutating);
+        specs
+    }
 }
 
 /// Each webhook whose rules cover one of the pod's requests, and whether the apiserver calls it.
@@ -588,9 +614,8 @@ fn webhook_lines(
     cluster: &FixtureCluster,
     gates: &FeatureGates,
     requests: &[(&str, &str, &AdmissionReview)],
-    configurations: &Installed,
+    calls: &Calls,
 ) -> Vec<WebhookLine> {
-    let installed = installed_webhooks(cluster, configurations);
     let mut lines = Vec::new();
     for (operation, resource, review) in requests {
         let labels = review::namespace_labels(cluster, &review.request);
@@ -605,23 +630,17 @@ fn webhook_lines(
             if !spec.rules_match(&review.request) {
                 continue;
             }
-            let call = match &installed {
-                None => spec.call(&review.request, labels.as_ref()),
-                Some(installed) => match installed.get(spec.name) {
-                    Some((ns, obj)) => spec.call_with(&review.request, labels.as_ref(), ns, obj),
-                    None => {
-                        lines.push(WebhookLine {
-                            name: spec.name.to_owned(),
-                            operation: (*operation).to_owned(),
-                            resource: (*resource).to_owned(),
-                            called: false,
-                            reason: Some("notInstalled".to_owned()),
-                            detail: None,
-                            message: configurations.not_installed(),
-                        });
-                        continue;
-                    }
-                },
+            let Some(call) = calls.call(spec, &review.request, labels.as_ref()) else {
+                lines.push(WebhookLine {
+                    name: spec.name.to_owned(),
+                    operation: (*operation).to_owned(),
+                    resource: (*resource).to_owned(),
+                    called: false,
+                    reason: Some("notInstalled".to_owned()),
+                    detail: None,
+                    message: calls.not_installed.clone(),
+                });
+                continue;
             };
             let (reason, detail, message) = match call {
                 Call::Rules => continue,
@@ -838,7 +857,7 @@ async fn budget_line(
     gates: &FeatureGates,
     pod: &Value,
     at: &PodRef,
-    installed: &Installed,
+    calls: &Calls,
 ) -> Option<BudgetLine> {
     let budgets = cluster.pod_unavailable_budgets_in(&at.namespace);
     let labels = labels_at(pod, "labels");
@@ -860,7 +879,7 @@ async fn budget_line(
             let Some(review) = review_for(pod, at, op) else {
                 continue;
             };
-            let specs = called_specs(&with_pod, gates, &review.request, installed);
+            let specs = calls.called(&with_pod, gates, &review.request);
             let reviewed = review::review_chain_of(with_pod.clone(), gates, &review, specs).await;
             for w in &reviewed.status_writes {
                 if let StatusIntent::BudgetSpend(spend) = w {
@@ -1063,6 +1082,7 @@ pub async fn explain(
     let create = review_for(&pod, &at, "CREATE").ok_or_else(|| bad("CREATE"))?;
     let delete = review_for(&pod, &at, "DELETE").ok_or_else(|| bad("DELETE"))?;
     let evict = review_for(&pod, &at, "EVICT").ok_or_else(|| bad("eviction"))?;
+    let calls = Calls::of(&cluster, installed);
     let webhooks = webhook_lines(
         &cluster,
         gates,
@@ -1071,9 +1091,9 @@ pub async fn explain(
             ("DELETE", "pods", &delete),
             ("CREATE", "pods/eviction", &evict),
         ],
-        installed,
+        &calls,
     );
-    let specs = called_specs(&cluster, gates, &create.request, installed);
+    let specs = calls.called(&cluster, gates, &create.request);
     let reviewed = review::review_chain_of(cluster.clone(), gates, &create, specs).await;
     let mut sidecar_sets = sidecar_set_lines(&cluster, &pod, &at, &reviewed.response);
     // Injection happens in mpod.kb.io: when the apiserver does not call it, that is every SidecarSet's first
@@ -1100,7 +1120,7 @@ pub async fn explain(
     } else {
         patched(&pod, &reviewed.response)
     };
-    let mut pod_unavailable_budget = budget_line(&cluster, gates, &stored, &at, installed).await;
+    let mut pod_unavailable_budget = budget_line(&cluster, gates, &stored, &at, &calls).await;
     // With the configurations as installed, a disruption no webhook is called for is simply allowed.
     if let Some(budget) = &mut pod_unavailable_budget {
         let uncalled = |operation: &str, resource: &str| {
