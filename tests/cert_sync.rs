@@ -381,6 +381,17 @@ fn configuration(kind: &str, name: &str, webhooks: Value) -> Value {
         "metadata": {"name": name, "resourceVersion": "9", "annotations": {"template": ""}}, "webhooks": webhooks})
 }
 
+/// The PEM under `key` of a Secret as created (base64 `data`).
+fn secret_pem(secret: &Value, key: &str) -> String {
+    let b64 = secret["data"][key].as_str().unwrap();
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
 fn conversion_crd(name: &str, group: &str, strategy: &str, client_config: Value) -> Value {
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": name, "resourceVersion": "3"}, "spec": {"group": group, "scope": "Namespaced",
@@ -515,15 +526,7 @@ async fn url_mode_points_configurations_and_crds_at_webhook_host_and_then_writes
     let created = apiserver
         .answer(Method::POST, "/api/v1/namespaces/kruise-system/secrets")
         .await;
-    let pem = |key: &str| {
-        let b64 = created["data"][key].as_str().unwrap();
-        String::from_utf8(
-            base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .unwrap(),
-        )
-        .unwrap()
-    };
+    let pem = |key: &str| secret_pem(&created, key);
     let cert = kruise_certs::inspect(&pem("cert.pem")).unwrap();
     assert_eq!(
         cert.ip_addresses,
@@ -673,15 +676,7 @@ async fn service_mode_points_crd_conversion_at_the_conversion_service() {
     let created = apiserver
         .answer(Method::POST, "/api/v1/namespaces/kruise-system/secrets")
         .await;
-    let pem = |key: &str| {
-        let b64 = created["data"][key].as_str().unwrap();
-        String::from_utf8(
-            base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .unwrap(),
-        )
-        .unwrap()
-    };
+    let pem = |key: &str| secret_pem(&created, key);
     let cert = kruise_certs::inspect(&pem("cert.pem")).unwrap();
     assert_eq!(
         cert.dns_names,
