@@ -232,14 +232,8 @@ async fn readyz(state: &AppState) -> (u16, String) {
 }
 
 /// Waits (up to 60 s) until `done` holds.
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    tokio::time::timeout(Duration::from_secs(60), async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{what} within 60 s"));
+async fn until(what: &str, done: impl FnMut() -> bool) {
+    common::until_within(what, Duration::from_secs(60), done).await;
 }
 
 fn budget_status(stand_in: &StandIn) -> Value {

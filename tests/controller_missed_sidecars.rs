@@ -70,13 +70,7 @@ fn on_log(stand_in: &StandIn) -> Vec<Value> {
 }
 
 async fn until(what: &str, done: impl Fn() -> bool) {
-    let waited = tokio::time::timeout(Duration::from_secs(10), async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    assert!(waited.is_ok(), "timed out waiting for {what}");
+    common::until_within(what, Duration::from_secs(10), done).await;
 }
 
 fn start(

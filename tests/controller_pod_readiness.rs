@@ -43,13 +43,7 @@ fn kruise_condition(stand_in: &StandIn, name: &str) -> Option<Value> {
 }
 
 async fn until(what: &str, done: impl Fn() -> bool) {
-    let waited = tokio::time::timeout(Duration::from_secs(10), async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    assert!(waited.is_ok(), "timed out waiting for {what}");
+    common::until_within(what, Duration::from_secs(10), done).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

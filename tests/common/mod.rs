@@ -18,6 +18,20 @@ use kruise_webhooks::fixture::FixtureCluster;
 use serde_json::Value;
 use tower::ServiceExt;
 
+/// Polls `done` every 10 ms until it holds; panics naming `what` when it has not within `within`.
+pub async fn until_within(what: &str, within: std::time::Duration, mut done: impl FnMut() -> bool) {
+    let waited = tokio::time::timeout(within, async {
+        while !done() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(
+        waited.is_ok(),
+        "timed out after {within:?} waiting for {what}"
+    );
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
